@@ -1,0 +1,106 @@
+// Package shaper is the egress port's line-rate shaper: a token bucket that
+// decides when the port may pull its next frame from the scheduler.
+//
+// # Model
+//
+// Tokens are bytes on the wire: each frame costs its length plus Overhead
+// (preamble, start delimiter, FCS and inter-frame gap, 24 bytes), so a port
+// shaped to 100 Mbit/s carries what a 100 Mbit/s Ethernet link would. The
+// bucket holds at most Burst bytes. A frame may leave when the bucket is not
+// in debt; it then takes its whole cost, possibly driving the bucket
+// negative. So the shaper never needs to know the next frame's size in
+// advance and the port stays pull-only.
+//
+// A Bucket belongs to the worker that owns the port's egress; it is not safe
+// for concurrent use. Time is passed in (nanoseconds), so tests drive it
+// with a fake clock.
+package shaper
+
+import "fmt"
+
+// Overhead is the per-frame wire overhead in bytes beyond the frame without
+// FCS: 7 preamble + 1 SFD + 4 FCS + 12 inter-frame gap.
+const Overhead = 24
+
+// Bucket is a token bucket. The zero value is an unlimited shaper.
+type Bucket struct {
+	rate   int64 // bytes per second; 0 = unlimited
+	burst  int64 // bucket depth in byte·ns/s units (bytes * 1e9)
+	tokens int64 // same units
+	last   int64 // time of the last refill, ns
+	full   int64 // ns after which an idle bucket is full again
+}
+
+// New returns a shaper for bitsPerSec with the given burst in bytes (0
+// chooses max(2 full-size frames, 1 ms at the rate)).
+func New(bitsPerSec uint64, burstBytes int64, now int64) (*Bucket, error) {
+	if bitsPerSec == 0 {
+		return &Bucket{}, nil
+	}
+	if bitsPerSec < 8000 || bitsPerSec > 1e12 {
+		return nil, fmt.Errorf("rate %d bit/s out of range [8 kbit/s, 1 Tbit/s]", bitsPerSec)
+	}
+	rate := int64(bitsPerSec / 8)
+	if burstBytes == 0 {
+		burstBytes = max(2*(1514+Overhead), rate/1000)
+	}
+	if burstBytes < 1514+Overhead {
+		return nil, fmt.Errorf("burst %d B is smaller than one full-size frame (%d B)", burstBytes, 1514+Overhead)
+	}
+	b := &Bucket{rate: rate, burst: burstBytes * 1e9, last: now}
+	b.tokens = b.burst
+	b.full = b.burst / rate
+	return b, nil
+}
+
+// Unlimited reports whether the shaper lets everything through.
+func (b *Bucket) Unlimited() bool { return b.rate == 0 }
+
+// RateBits is the configured rate in bit/s (0 = unlimited).
+func (b *Bucket) RateBits() uint64 { return uint64(b.rate) * 8 }
+
+func (b *Bucket) refill(now int64) {
+	dt := now - b.last
+	b.last = now
+	if dt <= 0 {
+		return
+	}
+	if dt >= b.full+(b.burst-b.tokens)/b.rate {
+		b.tokens = b.burst
+		return
+	}
+	b.tokens += dt * b.rate
+	if b.tokens > b.burst {
+		b.tokens = b.burst
+	}
+}
+
+// Ready reports whether a frame may leave at now.
+func (b *Bucket) Ready(now int64) bool {
+	if b.rate == 0 {
+		return true
+	}
+	b.refill(now)
+	return b.tokens >= 0
+}
+
+// Take charges a frame of frameLen bytes (without FCS) that was sent at the
+// time of the last Ready call.
+func (b *Bucket) Take(frameLen uint32) {
+	if b.rate == 0 {
+		return
+	}
+	b.tokens -= int64(frameLen+Overhead) * 1e9
+}
+
+// Wait is how long after now until Ready turns true (0 if it is already).
+func (b *Bucket) Wait(now int64) int64 {
+	if b.rate == 0 {
+		return 0
+	}
+	b.refill(now)
+	if b.tokens >= 0 {
+		return 0
+	}
+	return (-b.tokens + b.rate - 1) / b.rate
+}

@@ -1,0 +1,71 @@
+package queues
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gswitch/gswitch/dataplane/pkt"
+)
+
+// FIFO is a first-in first-out queue of packets with a byte limit.
+type FIFO struct {
+	buf        []pkt.Packet
+	mask       uint32
+	head, tail uint32 // owner-private
+	limit      uint64 // bytes
+	bytes      atomic.Uint64
+	packets    atomic.Uint32
+}
+
+// NewFIFO returns a queue that holds at most limitBytes of frames and at most
+// maxPackets packets (rounded up to a power of two).
+func NewFIFO(limitBytes uint64, maxPackets int) (*FIFO, error) {
+	if limitBytes == 0 {
+		return nil, fmt.Errorf("queue limit must be positive")
+	}
+	if maxPackets <= 0 || maxPackets > 1<<24 {
+		return nil, fmt.Errorf("queue packet capacity %d out of range", maxPackets)
+	}
+	n := 1
+	for n < maxPackets {
+		n <<= 1
+	}
+	return &FIFO{buf: make([]pkt.Packet, n), mask: uint32(n - 1), limit: limitBytes}, nil
+}
+
+// Push appends p unless that would exceed the byte limit or the packet capacity.
+func (q *FIFO) Push(p *pkt.Packet) bool {
+	b := q.bytes.Load()
+	if b+uint64(p.Len) > q.limit || q.tail-q.head == uint32(len(q.buf)) {
+		return false
+	}
+	q.buf[q.tail&q.mask] = *p
+	q.tail++
+	q.bytes.Store(b + uint64(p.Len))
+	q.packets.Store(q.tail - q.head)
+	return true
+}
+
+// Pop removes the head packet into p.
+func (q *FIFO) Pop(p *pkt.Packet) bool {
+	if q.head == q.tail {
+		return false
+	}
+	*p = q.buf[q.head&q.mask]
+	q.head++
+	q.bytes.Store(q.bytes.Load() - uint64(p.Len))
+	q.packets.Store(q.tail - q.head)
+	return true
+}
+
+// Empty reports whether the queue holds nothing (owner only).
+func (q *FIFO) Empty() bool { return q.head == q.tail }
+
+// Bytes is the queued bytes (any goroutine).
+func (q *FIFO) Bytes() uint64 { return q.bytes.Load() }
+
+// Packets is the queued packets (any goroutine).
+func (q *FIFO) Packets() uint32 { return q.packets.Load() }
+
+// Limit is the byte limit.
+func (q *FIFO) Limit() uint64 { return q.limit }
