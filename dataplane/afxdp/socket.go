@@ -18,7 +18,7 @@ type RingSizes struct {
 // DefaultRingSizes follow the measurements in ../shared/bench/RESULTS.md: a
 // fill ring larger than the frames it will ever hold (a fill ring equal to
 // the pool overflowed there) and rx/tx rings of 2048.
-var DefaultRingSizes = RingSizes{Fill: 4096, Completion: 4096, Rx: 2048, Tx: 2048}
+var DefaultRingSizes = RingSizes{Fill: 16384, Completion: 4096, Rx: 8192, Tx: 2048}
 
 // UMEM is the frame memory shared by all sockets of a switch.
 type UMEM struct {

@@ -1,0 +1,132 @@
+// Package metrics exports a running switch to Prometheus.
+//
+// The collector reads the switch's counters and gauges at scrape time with
+// atomic loads (plus one getsockopt(XDP_STATISTICS) per socket), so the
+// forwarding path never touches a Prometheus object. It runs on the HTTP
+// server's goroutines.
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/gswitch/gswitch/dataplane"
+	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PortInfo describes how a port was set up, for gswitch_port_info.
+type PortInfo struct {
+	Interface string
+	XDPMode   string // native or generic
+	ZeroCopy  bool
+}
+
+// Collector is a prometheus.Collector over a switch.
+type Collector struct {
+	sw   *dataplane.Switch
+	info []PortInfo
+}
+
+// New returns a collector for sw; info[i] describes port i (may be nil).
+func New(sw *dataplane.Switch, info []PortInfo) *Collector { return &Collector{sw: sw, info: info} }
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("gswitch_"+name, help, labels, nil)
+}
+
+var (
+	dRxPackets  = desc("port_rx_packets_total", "Frames received on the port.", "port")
+	dRxBytes    = desc("port_rx_bytes_total", "Bytes received on the port (frames without FCS).", "port")
+	dTxPackets  = desc("port_tx_packets_total", "Frames sent on the port.", "port")
+	dTxBytes    = desc("port_tx_bytes_total", "Bytes sent on the port (frames without FCS).", "port")
+	dFlooded    = desc("port_flooded_total", "Frames received on the port that were flooded (broadcast, multicast or unknown destination).", "port")
+	dDrops      = desc("drops_total", "Frames dropped by the switch, by port and reason. Ingress reasons (malformed, same_port, bad_descriptor) count on the ingress port, the others on the egress port.", "port", "reason")
+	dMalformed  = desc("malformed_total", "Malformed frames received, by what was wrong.", "port", "kind")
+	dDepthB     = desc("queue_depth_bytes", "Bytes queued in the port's egress queue.", "port", "queue")
+	dDepthP     = desc("queue_depth_packets", "Packets queued in the port's egress queue.", "port", "queue")
+	dRate       = desc("port_rate_bits", "Configured egress rate of the port in bit/s (0 = unlimited).", "port")
+	dInfo       = desc("port_info", "How the port is attached.", "port", "interface", "xdp_mode", "zerocopy", "queues")
+	dXsk        = desc("xsk_kernel_total", "The kernel's AF_XDP socket counters (XDP_STATISTICS).", "port", "queue", "counter")
+	dFrames     = desc("umem_frames", "UMEM frames by where they are.", "state")
+	dFramesTot  = desc("umem_frames_total", "UMEM frames in all.")
+	dMAC        = desc("mac_table_entries", "Live entries in the MAC learning table.")
+	dMACFull    = desc("mac_table_full_total", "Addresses that could not be learnt because their slots were taken.")
+	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
+	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
+	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
+	allDescs    = []*prometheus.Desc{dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
+)
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v uint64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	for i, p := range c.sw.Ports() {
+		k := c.sw.Counters(i)
+		counter(dRxPackets, k.RxPackets, p.Name)
+		counter(dRxBytes, k.RxBytes, p.Name)
+		counter(dTxPackets, k.TxPackets, p.Name)
+		counter(dTxBytes, k.TxBytes, p.Name)
+		counter(dFlooded, k.Flooded, p.Name)
+		for r := dataplane.DropReason(0); r < dataplane.NumDropReasons; r++ {
+			counter(dDrops, k.Drops[r], p.Name, r.String())
+		}
+		for e := 1; e < pkt.NumErrs; e++ {
+			counter(dMalformed, k.Malformed[e], p.Name, pkt.Err(e).String())
+		}
+		s := p.Scheduler()
+		for q := 0; q < s.NumQueues(); q++ {
+			b, n := s.Depth(q)
+			gauge(dDepthB, float64(b), p.Name, strconv.Itoa(q))
+			gauge(dDepthP, float64(n), p.Name, strconv.Itoa(q))
+		}
+		gauge(dRate, float64(p.RateBits()), p.Name)
+		if i < len(c.info) {
+			inf := c.info[i]
+			gauge(dInfo, 1, p.Name, inf.Interface, inf.XDPMode, strconv.FormatBool(inf.ZeroCopy), strconv.Itoa(len(p.Links())))
+		}
+		for q, l := range p.Links() {
+			sl, ok := l.(dataplane.StatsLink)
+			if !ok {
+				continue
+			}
+			st, err := sl.Stats()
+			if err != nil {
+				continue
+			}
+			vals := []uint64{st.Rx_dropped, st.Rx_invalid_descs, st.Tx_invalid_descs, st.Rx_ring_full, st.Rx_fill_ring_empty_descs, st.Tx_ring_empty_descs}
+			for j, v := range vals {
+				counter(dXsk, v, p.Name, strconv.Itoa(q), xskCounters[j])
+			}
+		}
+	}
+	f := c.sw.Frames()
+	for _, s := range []struct {
+		n string
+		v uint64
+	}{{"free", f.Free}, {"fill", f.Fill}, {"handoff", f.Handoff}, {"queued", f.Queued}, {"tx", f.Tx}, {"returning", f.Returning}} {
+		gauge(dFrames, float64(s.v), s.n)
+	}
+	gauge(dFramesTot, float64(f.Total))
+	gauge(dMAC, float64(c.sw.MACTable().Len(c.sw.Now())))
+	counter(dMACFull, c.sw.MACTable().Full())
+	for w := 0; w < c.sw.Workers(); w++ {
+		st := c.sw.WorkerStats(w)
+		ws := strconv.Itoa(w)
+		counter(dPasses, st.Passes, ws)
+		counter(dSleeps, st.Sleeps, ws)
+		counter(dWakeups, st.Wakeups, ws)
+	}
+}

@@ -1,0 +1,91 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gswitch/gswitch/dataplane"
+	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestCollectorReportsTraffic(t *testing.T) {
+	const fs = 2048
+	mem := make([]byte, 2048*fs)
+	a, b := dataplane.NewMemLink(mem, fs, 128), dataplane.NewMemLink(mem, fs, 128)
+	sw, err := dataplane.New(dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "a"}, {Name: "b", RateBits: 10e6}}},
+		mem, fs, [][]dataplane.Link{{a}, {b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	sw.Step(0)
+	f := pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), [4]byte{1}, [4]byte{2}, 1, 2, make([]byte, 100))
+	for i := 0; i < 5; i++ {
+		a.Inject(f)
+	}
+	a.Inject([]byte{1, 2})
+	sw.Step(0)
+	sw.Step(0)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(New(sw, []PortInfo{{Interface: "veth-a", XDPMode: "native"}, {Interface: "veth-b", XDPMode: "native"}}))
+	want := `
+# HELP gswitch_port_rx_packets_total Frames received on the port.
+# TYPE gswitch_port_rx_packets_total counter
+gswitch_port_rx_packets_total{port="a"} 6
+gswitch_port_rx_packets_total{port="b"} 0
+# HELP gswitch_port_tx_packets_total Frames sent on the port.
+# TYPE gswitch_port_tx_packets_total counter
+gswitch_port_tx_packets_total{port="a"} 0
+gswitch_port_tx_packets_total{port="b"} 5
+# HELP gswitch_port_rate_bits Configured egress rate of the port in bit/s (0 = unlimited).
+# TYPE gswitch_port_rate_bits gauge
+gswitch_port_rate_bits{port="a"} 0
+gswitch_port_rate_bits{port="b"} 1e+07
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_port_rx_packets_total", "gswitch_port_tx_packets_total", "gswitch_port_rate_bits"); err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(onlyMetric(t, reg, "gswitch_drops_total", `reason="malformed"`, `port="a"`)); v != 1 {
+		t.Fatalf("malformed drops %v", v)
+	}
+	if n, err := testutil.GatherAndCount(reg, "gswitch_queue_depth_bytes", "gswitch_umem_frames", "gswitch_port_info"); err != nil || n != 2+6+2 {
+		t.Fatalf("count %d %v", n, err)
+	}
+}
+
+// onlyMetric returns a collector yielding the one sample of name whose labels contain all of match.
+func onlyMetric(t *testing.T, reg *prometheus.Registry, name string, match ...string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.Metric {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = `"` + l.GetValue() + `"`
+			}
+			for _, x := range match {
+				k, v, _ := strings.Cut(x, "=")
+				if labels[k] != v {
+					continue next
+				}
+			}
+			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "x"}, func() float64 {
+				if m.Counter != nil {
+					return m.Counter.GetValue()
+				}
+				return m.Gauge.GetValue()
+			})
+		}
+	}
+	t.Fatalf("no %s with %v", name, match)
+	return nil
+}
