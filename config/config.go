@@ -23,7 +23,7 @@ import (
 type Config struct {
 	// Ports are the switch ports, in the order of their indices.
 	Ports []Port `yaml:"ports"`
-	// Workers is the number of forwarding goroutines (0 = number of CPUs).
+	// Workers is the number of forwarding goroutines (0 = half the CPUs, at least 1).
 	Workers int `yaml:"workers"`
 	// Frames is the number of UMEM frames shared by all ports.
 	Frames int `yaml:"frames"`
@@ -175,7 +175,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("ports: %d ports, at most 4096", len(c.Ports))
 	}
 	if c.Workers < 0 || c.Workers > 256 {
-		return fmt.Errorf("workers: %d out of range (0 = one per CPU, up to 256)", c.Workers)
+		return fmt.Errorf("workers: %d out of range (0 = half the CPUs, up to 256)", c.Workers)
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = DefaultFrameSize

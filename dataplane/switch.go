@@ -20,6 +20,13 @@ import (
 // BatchSize is the most frames a worker takes from one ring at a time.
 const BatchSize = 64
 
+// DefaultWorkers is half the CPUs, at least one. The hosts that send and
+// receive through a namespace switch run on the same CPUs as the switch;
+// docs/results.md shows what one worker per core does on a 2-core machine
+// (a worker starved by the iperf3 processes lets its egress queue overflow:
+// 23,000 TCP retransmits in 3 s against none with one worker).
+func DefaultWorkers() int { return max(1, runtime.NumCPU()/2) }
+
 // Clock gives the time in nanoseconds. Tests use a fake one.
 type Clock interface{ Now() int64 }
 
@@ -40,7 +47,7 @@ type PortConfig struct {
 // Config configures a Switch.
 type Config struct {
 	Ports        []PortConfig
-	Workers      int           // 0 = runtime.NumCPU()
+	Workers      int           // 0 = DefaultWorkers()
 	MACTableSize int           // 0 = 4096
 	MACAging     time.Duration // 0 = 300 s
 	HandoffSize  int           // slots of each worker-to-port handoff ring; 0 = 1024
@@ -126,7 +133,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		return nil, fmt.Errorf("UMEM of %d bytes is not a whole number of %d-byte frames", len(mem), frameSize)
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = runtime.NumCPU()
+		cfg.Workers = DefaultWorkers()
 	}
 	nlinks := 0
 	for i, l := range links {

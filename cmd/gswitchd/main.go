@@ -196,4 +196,3 @@ func orUnlimited(s string) string {
 	}
 	return s
 }
-

@@ -1,0 +1,11 @@
+// Package netns holds gswitchd's integration tests: real gswitchd
+// processes forwarding real frames between hosts in network namespaces,
+// driven by ping and iperf3 and checked through the metrics endpoint.
+//
+// They need root (namespaces, veths, XDP) and skip with the reason
+// otherwise. Every test makes its own namespaces and interfaces with a
+// random prefix, so tests cannot collide, and removes them (and the
+// processes it started) in t.Cleanup, also when it fails. Tests run one at
+// a time: on a 2-core machine, concurrent iperf3 runs would measure each
+// other.
+package netns

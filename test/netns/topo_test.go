@@ -1,0 +1,336 @@
+package netns
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// gswitchdBin is built once by TestMain.
+var gswitchdBin string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		dir, err := os.MkdirTemp("", "gswitch-netns-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		gswitchdBin = filepath.Join(dir, "gswitchd")
+		out, err := exec.Command("go", "build", "-o", gswitchdBin, "github.com/gswitch/gswitch/cmd/gswitchd").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building gswitchd: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// requireNetns skips the test unless it can create network namespaces.
+func requireNetns(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces, veths and XDP programs")
+	}
+	name := "gsprobe" + randID()
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("network namespaces unavailable (ip netns add: %v: %s)", err, out)
+	}
+	exec.Command("ip", "netns", "del", name).Run()
+	for _, tool := range []string{"iperf3", "ethtool", "ping"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not installed (apt-get install iperf3 ethtool iputils-ping; .ci/run does it)", tool)
+		}
+	}
+}
+
+func randID() string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Host is a network namespace with one interface, eth0, wired to a switch port.
+type Host struct {
+	NS   string
+	IP   string
+	Port string // the switch-side veth in the root namespace
+}
+
+// Topo is a set of hosts, each on its own switch port. Everything it makes
+// is removed by t.Cleanup, also when the test fails.
+type Topo struct {
+	t     *testing.T
+	ID    string
+	Hosts []*Host
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// NewTopo creates n hosts 10.<x>.<y>.i/24 with no default route, offloads off.
+func NewTopo(t *testing.T, n int) *Topo {
+	requireNetns(t)
+	tp := &Topo{t: t, ID: randID()}
+	sub := fmt.Sprintf("10.%d.%d", 100+int(tp.ID[0])%100, int(tp.ID[1])*7%250)
+	t.Cleanup(tp.destroy)
+	for i := 1; i <= n; i++ {
+		h := &Host{NS: fmt.Sprintf("gs%s-h%d", tp.ID, i), IP: fmt.Sprintf("%s.%d", sub, i), Port: fmt.Sprintf("gs%sp%d", tp.ID, i)}
+		tp.Hosts = append(tp.Hosts, h)
+		run(t, "ip", "netns", "add", h.NS)
+		run(t, "ip", "link", "add", h.Port, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
+		run(t, "ip", "-n", h.NS, "link", "set", "lo", "up")
+		run(t, "ip", "-n", h.NS, "addr", "add", h.IP+"/24", "dev", "eth0")
+		run(t, "ip", "-n", h.NS, "link", "set", "eth0", "address", fmt.Sprintf("02:%s:%s:%s:00:%02x", tp.ID[0:2], tp.ID[2:4], tp.ID[4:6], i))
+		run(t, "ip", "-n", h.NS, "link", "set", "eth0", "up")
+		run(t, "ip", "link", "set", h.Port, "up")
+		// AF_XDP copies frames raw: checksum offload and segmentation must be off on both ends.
+		run(t, "ip", "netns", "exec", h.NS, "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off", "gro", "off")
+		run(t, "ethtool", "-K", h.Port, "tx", "off", "tso", "off", "gso", "off", "gro", "off")
+		run(t, "ip", "netns", "exec", h.NS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+	}
+	return tp
+}
+
+func (tp *Topo) destroy() {
+	for _, h := range tp.Hosts {
+		// Kill whatever we started in the namespace, then the namespace (which deletes the veth).
+		if out, err := exec.Command("ip", "netns", "pids", h.NS).Output(); err == nil {
+			for _, p := range strings.Fields(string(out)) {
+				exec.Command("kill", "-9", p).Run()
+			}
+		}
+		exec.Command("ip", "netns", "del", h.NS).Run()
+		exec.Command("ip", "link", "del", h.Port).Run()
+	}
+}
+
+// Exec runs a command in host h and returns its output.
+func (h *Host) Exec(t *testing.T, timeout time.Duration, name string, args ...string) (string, error) {
+	t.Helper()
+	full := append([]string{fmt.Sprintf("%.0f", timeout.Seconds()), "ip", "netns", "exec", h.NS, name}, args...)
+	out, err := exec.Command("timeout", full...).CombinedOutput()
+	return string(out), err
+}
+
+// Switch is a running gswitchd.
+type Switch struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	Metrics string
+	log     *bytes.Buffer
+	cfgPath string
+	done    chan error
+}
+
+// PortOpts adds YAML lines to a port's entry.
+type PortOpts map[int]string
+
+// StartSwitch writes a config with one port per host and starts gswitchd.
+func (tp *Topo) StartSwitch(extra string, opts PortOpts) *Switch {
+	t := tp.t
+	var b strings.Builder
+	b.WriteString("ports:\n")
+	for i, h := range tp.Hosts {
+		fmt.Fprintf(&b, "  - name: p%d\n    interface: %s\n", i+1, h.Port)
+		if o := opts[i]; o != "" {
+			for _, l := range strings.Split(o, "\n") {
+				fmt.Fprintf(&b, "    %s\n", l)
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	fmt.Fprintf(&b, "metrics: %s\n%s\n", addr, extra)
+	cfg := filepath.Join(t.TempDir(), "gswitchd.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sw := &Switch{t: t, Metrics: addr, cfgPath: cfg}
+	sw.start()
+	return sw
+}
+
+func (sw *Switch) start() {
+	t := sw.t
+	sw.log = &bytes.Buffer{}
+	sw.cmd = exec.Command(gswitchdBin, "-config", sw.cfgPath)
+	sw.cmd.Stdout, sw.cmd.Stderr = sw.log, sw.log
+	if err := sw.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sw.done = make(chan error, 1)
+	go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(sw.cmd, sw.done)
+	cmd := sw.cmd
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("gswitchd log:\n%s", sw.log.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-sw.done:
+			t.Fatalf("gswitchd exited: %v\n%s", err, sw.log.String())
+		default:
+		}
+		if resp, err := http.Get("http://" + sw.Metrics + "/metrics"); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("gswitchd did not serve metrics within 10 s\n%s", sw.log.String())
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (sw *Switch) Stop() {
+	sw.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-sw.done:
+		if err != nil {
+			sw.t.Fatalf("gswitchd exited with %v\n%s", err, sw.log.String())
+		}
+	case <-time.After(10 * time.Second):
+		sw.t.Fatalf("gswitchd did not stop within 10 s of SIGTERM")
+	}
+}
+
+// Kill9 kills gswitchd with SIGKILL and waits for it.
+func (sw *Switch) Kill9() {
+	sw.cmd.Process.Kill()
+	<-sw.done
+}
+
+// Scrape returns every sample as "name{labels}" -> value, labels sorted as exposed.
+func (sw *Switch) Scrape() map[string]float64 {
+	sw.t.Helper()
+	resp, err := http.Get("http://" + sw.Metrics + "/metrics")
+	if err != nil {
+		sw.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bufio.NewReader(resp.Body))
+	if err != nil {
+		sw.t.Fatal(err)
+	}
+	m := map[string]float64{}
+	for name, mf := range mfs {
+		for _, s := range mf.Metric {
+			var ls []string
+			for _, l := range s.Label {
+				ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			key := name
+			if len(ls) > 0 {
+				key += "{" + strings.Join(ls, ",") + "}"
+			}
+			switch {
+			case s.Counter != nil:
+				m[key] = s.Counter.GetValue()
+			case s.Gauge != nil:
+				m[key] = s.Gauge.GetValue()
+			case s.Untyped != nil:
+				m[key] = s.Untyped.GetValue()
+			}
+		}
+	}
+	return m
+}
+
+// CheckFramesBack waits until no frame is queued or in flight and every
+// frame is free or on a fill ring.
+func (sw *Switch) CheckFramesBack() {
+	sw.t.Helper()
+	var m map[string]float64
+	for i := 0; i < 50; i++ {
+		m = sw.Scrape()
+		inFlight := m[`gswitch_umem_frames{state="queued"}`] + m[`gswitch_umem_frames{state="tx"}`] +
+			m[`gswitch_umem_frames{state="handoff"}`] + m[`gswitch_umem_frames{state="returning"}`]
+		pool := m[`gswitch_umem_frames{state="free"}`] + m[`gswitch_umem_frames{state="fill"}`]
+		if inFlight == 0 && pool == m["gswitch_umem_frames_total"] && pool > 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sw.t.Fatalf("UMEM frames not all back after traffic stopped: %v", framesOf(m))
+}
+
+func framesOf(m map[string]float64) map[string]float64 {
+	r := map[string]float64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "gswitch_umem_frames") {
+			r[k] = v
+		}
+	}
+	return r
+}
+
+// iperf3 runs a client in from against a server in to and returns the parsed JSON summary.
+type iperfResult struct {
+	End struct {
+		SumSent struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+			Retransmits   int     `json:"retransmits"`
+		} `json:"sum_sent"`
+		SumReceived struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+		Sum struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+			LostPercent   float64 `json:"lost_percent"`
+			Packets       int     `json:"packets"`
+		} `json:"sum"`
+	} `json:"end"`
+	Error string `json:"error"`
+}
+
+// StartIperfServer starts iperf3 -s in h (killed with the namespace at cleanup).
+func (h *Host) StartIperfServer(t *testing.T, port int) {
+	t.Helper()
+	run(t, "ip", "netns", "exec", h.NS, "iperf3", "-s", "-D", "-B", h.IP, "-p", fmt.Sprint(port))
+	time.Sleep(200 * time.Millisecond)
+}
+
+// Iperf runs iperf3 -c from h to dst.
+func (h *Host) Iperf(t *testing.T, dst *Host, port int, secs int, args ...string) iperfResult {
+	t.Helper()
+	a := append([]string{"-c", dst.IP, "-p", fmt.Sprint(port), "-t", fmt.Sprint(secs), "-J"}, args...)
+	out, err := h.Exec(t, time.Duration(secs+20)*time.Second, "iperf3", a...)
+	var r iperfResult
+	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || r.Error != "" {
+		t.Fatalf("iperf3 %v: %v %v %s\n%s", a, err, jerr, r.Error, out)
+	}
+	return r
+}
