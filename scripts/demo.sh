@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# demo.sh — the main job: build gswitchd, wire three hosts in network
+# namespaces to it over veths, push iperf3 traffic through it, print what
+# happened (throughput and metrics), and clean up. Run as root.
+#
+#   h1 (10.201.0.1) --- p1 \
+#   h2 (10.201.0.2) --- p2 -- gswitchd     p3 egress shaped to 200 Mbit/s
+#   h3 (10.201.0.3) --- p3 /
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+[ "$(id -u)" = 0 ] || { echo "demo.sh: run as root (namespaces, veths, XDP)" >&2; exit 1; }
+for t in ip ethtool iperf3 ping curl; do
+	command -v $t >/dev/null || { echo "demo.sh: $t missing: run scripts/install-deps.sh" >&2; exit 1; }
+done
+
+ID=gsd$$
+WORK=$(mktemp -d)
+METRICS=127.0.0.1:${DEMO_METRICS_PORT:-9464}
+PID=
+cleanup() {
+	if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+		kill -TERM "$PID"
+		wait "$PID" 2>/dev/null || true
+	fi
+	for i in 1 2 3; do
+		for p in $(ip netns pids $ID-h$i 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+		ip netns del $ID-h$i 2>/dev/null || true
+		ip link del ${ID}p$i 2>/dev/null || true
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== building gswitchd"
+go build -o "$WORK/gswitchd" ./cmd/gswitchd
+
+echo "== three hosts in namespaces, offloads off (AF_XDP copies frames raw)"
+for i in 1 2 3; do
+	ip netns add $ID-h$i
+	ip link add ${ID}p$i type veth peer name eth0 netns $ID-h$i
+	ip -n $ID-h$i link set lo up
+	ip -n $ID-h$i addr add 10.201.0.$i/24 dev eth0
+	ip -n $ID-h$i link set eth0 up
+	ip link set ${ID}p$i up
+	ip netns exec $ID-h$i ethtool -K eth0 tx off tso off gso off gro off >/dev/null
+	ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
+done
+
+cat >"$WORK/gswitchd.yaml" <<YAML
+ports:
+  - {name: p1, interface: ${ID}p1}
+  - {name: p2, interface: ${ID}p2}
+  - {name: p3, interface: ${ID}p3, rate: 200Mbit, buffer: 512KiB}
+metrics: $METRICS
+YAML
+echo "== starting gswitchd"
+"$WORK/gswitchd" -config "$WORK/gswitchd.yaml" >"$WORK/gswitchd.log" 2>&1 &
+PID=$!
+for _ in $(seq 50); do curl -sf "http://$METRICS/metrics" >/dev/null && break; sleep 0.1; done
+sed 's/^/   /' "$WORK/gswitchd.log"
+
+hx() { local h=$1; shift; ip netns exec $ID-h$h "$@"; }
+gbit() { python3 -c 'import json,sys; d=json.load(sys.stdin)["end"]; s=d.get("sum_received") or d["sum"]; print("%.2f Gbit/s (%d retransmits)" % (s["bits_per_second"]/1e9, d.get("sum_sent",{}).get("retransmits",0)))'; }
+mbit() { python3 -c 'import json,sys; print("%.1f Mbit/s" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e6))'; }
+
+echo "== ping h1 -> h2 (the switch learns both addresses)"
+hx 1 ping -c 3 -i 0.2 -W 2 10.201.0.2 | tail -2 | sed 's/^/   /'
+for i in 2 3; do hx $i iperf3 -s -D -B 10.201.0.$i; done
+sleep 0.3
+
+echo "== iperf3 TCP h1 -> h2, 5 s, unshaped ports"
+echo "   $(hx 1 timeout 30 iperf3 -c 10.201.0.2 -t 5 -J | gbit)"
+
+echo "== iperf3 TCP h1 -> h3 and h2 -> h3 at once, 8 s, p3 shaped to 200 Mbit/s"
+hx 3 iperf3 -s -D -B 10.201.0.3 -p 5202
+sleep 0.2
+hx 1 timeout 30 iperf3 -c 10.201.0.3 -t 8 -J >"$WORK/a.json" &
+A=$!
+hx 2 timeout 30 iperf3 -c 10.201.0.3 -p 5202 -t 8 -J >"$WORK/b.json" &
+B=$!
+sleep 4
+echo "   queue of p3 in the middle of the run:"
+curl -s "http://$METRICS/metrics" | grep -E '^gswitch_queue_depth_(bytes|packets)\{port="p3"' | sed 's/^/     /'
+wait $A $B
+echo "   h1 -> h3: $(mbit <"$WORK/a.json")"
+echo "   h2 -> h3: $(mbit <"$WORK/b.json")"
+
+echo "== metrics (http://$METRICS/metrics)"
+curl -s "http://$METRICS/metrics" | grep -E '^gswitch_(port_(rx|tx)_packets_total|port_flooded_total|drops_total\{.*(queue_full|malformed)|umem_frames|mac_table_entries)' | sed 's/^/   /'
+echo "== stopping gswitchd (SIGTERM detaches the XDP programs)"
+kill -TERM $PID
+wait $PID || true
+PID=
+tail -1 "$WORK/gswitchd.log" | sed 's/^/   /'
