@@ -168,3 +168,22 @@ func TestTwoWorkers(t *testing.T) {
 	}
 	sw.CheckFramesBack()
 }
+
+// TestReplacesStaleProgram leaves a netlink-attached XDP program on a port,
+// as a crashed tool using the old attach API would, and checks that
+// gswitchd replaces it, forwards, and leaves the port clean on exit.
+func TestReplacesStaleProgram(t *testing.T) {
+	tp := NewTopo(t, 2)
+	run(t, "ip", "link", "set", "dev", tp.Hosts[0].Port, "xdp", "obj", "../../bpf/xdp_bpfel.o", "sec", "xdp")
+	if out := run(t, "ip", "link", "show", "dev", tp.Hosts[0].Port); !strings.Contains(out, "prog/xdp") {
+		t.Fatalf("could not plant a stale program:\n%s", out)
+	}
+	sw := tp.StartSwitch("", nil)
+	if out, err := tp.Hosts[0].Exec(t, 10*time.Second, "ping", "-c", "3", "-i", "0.2", "-W", "2", tp.Hosts[1].IP); err != nil {
+		t.Fatalf("ping with the stale program replaced: %v\n%s", err, out)
+	}
+	sw.Stop()
+	if out := run(t, "ip", "link", "show", "dev", tp.Hosts[0].Port); strings.Contains(out, "prog/xdp") {
+		t.Fatalf("a program is left after SIGTERM:\n%s", out)
+	}
+}
