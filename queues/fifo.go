@@ -13,8 +13,9 @@ type FIFO struct {
 	mask       uint32
 	head, tail uint32 // owner-private
 	limit      uint64 // bytes
-	bytes      atomic.Uint64
-	packets    atomic.Uint32
+	bytes      uint64 // owner-private
+	pubBytes   atomic.Uint64
+	pubPackets atomic.Uint32
 }
 
 // NewFIFO returns a queue that holds at most limitBytes of frames and at most
@@ -35,14 +36,12 @@ func NewFIFO(limitBytes uint64, maxPackets int) (*FIFO, error) {
 
 // Push appends p unless that would exceed the byte limit or the packet capacity.
 func (q *FIFO) Push(p *pkt.Packet) bool {
-	b := q.bytes.Load()
-	if b+uint64(p.Len) > q.limit || q.tail-q.head == uint32(len(q.buf)) {
+	if q.bytes+uint64(p.Len) > q.limit || q.tail-q.head == uint32(len(q.buf)) {
 		return false
 	}
 	q.buf[q.tail&q.mask] = *p
 	q.tail++
-	q.bytes.Store(b + uint64(p.Len))
-	q.packets.Store(q.tail - q.head)
+	q.bytes += uint64(p.Len)
 	return true
 }
 
@@ -53,19 +52,36 @@ func (q *FIFO) Pop(p *pkt.Packet) bool {
 	}
 	*p = q.buf[q.head&q.mask]
 	q.head++
-	q.bytes.Store(q.bytes.Load() - uint64(p.Len))
-	q.packets.Store(q.tail - q.head)
+	q.bytes -= uint64(p.Len)
 	return true
+}
+
+// Head returns the head packet without removing it (owner only).
+func (q *FIFO) Head() (*pkt.Packet, bool) {
+	if q.head == q.tail {
+		return nil, false
+	}
+	return &q.buf[q.head&q.mask], true
 }
 
 // Empty reports whether the queue holds nothing (owner only).
 func (q *FIFO) Empty() bool { return q.head == q.tail }
 
-// Bytes is the queued bytes (any goroutine).
-func (q *FIFO) Bytes() uint64 { return q.bytes.Load() }
+// Bytes is the queued bytes (owner only).
+func (q *FIFO) Bytes() uint64 { return q.bytes }
 
-// Packets is the queued packets (any goroutine).
-func (q *FIFO) Packets() uint32 { return q.packets.Load() }
+// Packets is the queued packets (owner only).
+func (q *FIFO) Packets() uint32 { return q.tail - q.head }
+
+// Publish makes the current depth visible to Depth. The owner calls it once
+// per batch, so the per-packet path does no atomic stores.
+func (q *FIFO) Publish() {
+	q.pubBytes.Store(q.bytes)
+	q.pubPackets.Store(q.tail - q.head)
+}
+
+// Depth is the depth as of the last Publish (any goroutine).
+func (q *FIFO) Depth() (uint64, uint32) { return q.pubBytes.Load(), q.pubPackets.Load() }
 
 // Limit is the byte limit.
 func (q *FIFO) Limit() uint64 { return q.limit }

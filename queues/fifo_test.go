@@ -19,7 +19,11 @@ func TestFIFOOrderAndLimits(t *testing.T) {
 	if q.Push(&pkt.Packet{Addr: 9, Len: 1}) {
 		t.Fatal("byte limit exceeded")
 	}
-	if q.Bytes() != 3000 || q.Packets() != 2 {
+	if b, n := q.Depth(); b != 0 || n != 0 {
+		t.Fatal("depth visible before Publish")
+	}
+	q.Publish()
+	if b, n := q.Depth(); q.Bytes() != 3000 || q.Packets() != 2 || b != 3000 || n != 2 {
 		t.Fatalf("depth %d B %d pkts", q.Bytes(), q.Packets())
 	}
 	var p pkt.Packet

@@ -3,16 +3,26 @@
 // # Model
 //
 // A scheduler is pulled, never pushes (like Click's pull elements): the
-// traffic manager hands it each arriving packet with Enqueue, and the
-// port's egress asks it for the next packet with Dequeue whenever the
-// port's shaper lets a frame leave. A scheduler owns its queues and decides
-// what to drop when they are full; Enqueue reports a refused packet so the
-// caller frees its frame and counts the drop.
+// traffic manager hands it each arriving packet with Enqueue, and the port's
+// egress asks it for the next packet with Dequeue whenever the port's shaper
+// lets a frame leave. A scheduler classifies packets onto its queues (a
+// queues.Set, or its own structure for pFabric), decides what to drop when
+// they are full, and decides the order in which they leave.
+//
+// Enqueue returns queues.Accepted, or a drop reason; on a drop, *p holds
+// the packet the caller must free: the arriving one, or (reason
+// queues.Evicted) a buffered one that the arriving packet replaced.
+//
+// # Goroutines
 //
 // A scheduler belongs to the worker that owns its port's egress and is not
-// safe for concurrent use; Depth may be read from any goroutine.
+// safe for concurrent use, except Depth, Pause, Resume and (for RSP) Round,
+// which any goroutine may call.
 //
-// Adding a scheduler is one package (or file) and one Register call.
+// # Adding a scheduler
+//
+// One file with a type implementing Scheduler and one Register call in its
+// init function. The config's scheduler key then selects it per port.
 package sched
 
 import (
@@ -20,40 +30,48 @@ import (
 	"sort"
 
 	"github.com/gswitch/gswitch/dataplane/pkt"
-)
-
-// Drop reasons a scheduler can report from Enqueue.
-type Drop uint8
-
-const (
-	Accepted  Drop = iota
-	QueueFull      // the queue's byte or packet limit
+	"github.com/gswitch/gswitch/queues"
 )
 
 // Scheduler is one port's egress scheduler.
 type Scheduler interface {
-	// Enqueue takes p, or returns why it refused it (the caller still owns the frame then).
-	Enqueue(p *pkt.Packet) Drop
+	// Enqueue takes p, or returns why not with *p set to the packet to free.
+	Enqueue(p *pkt.Packet) queues.Drop
 	// Dequeue moves the next packet to send into p; false when nothing is eligible.
 	Dequeue(p *pkt.Packet) bool
-	// Depth reports the queued bytes and packets of queue i, i < NumQueues (any goroutine).
-	Depth(i int) (bytes uint64, packets uint32)
 	// NumQueues is the number of queues the scheduler reports depth for.
 	NumQueues() int
+	// Depth is queue i's bytes and packets as of the last Publish (any goroutine).
+	Depth(i int) (bytes uint64, packets uint32)
+	// Publish makes Depth current; the owner calls it once per batch.
+	Publish()
+	// Pause stops serving queue i (any goroutine); its packets stay.
+	Pause(i int)
+	// Resume serves queue i again (any goroutine).
+	Resume(i int)
 }
 
 // Params configure a scheduler for one port.
 type Params struct {
-	BufferBytes uint64 // the port's byte limit
-	MaxPackets  int    // the port's packet capacity
+	Queues      int            // number of queues (default 32; pfabric ignores it)
+	PortBytes   uint64         // the port's buffer limit in bytes
+	PortPackets int            // the port's packet limit (0 = PortBytes/64)
+	QueueBytes  uint64         // static per-queue limit (0 = PortBytes)
+	Alpha       float64        // dynamic threshold factor over the shared buffer (0 = off)
+	Buffer      *queues.Buffer // the switch's shared buffer (nil = the port's own)
+	Quantum     int            // DRR/SFQ quantum in bytes (default 1514)
+	Classify    Classifier     // how prio and drr pick a queue
 }
+
+// DefaultQueues is the number of queues per port, as on Tofino2.
+const DefaultQueues = 32
 
 // Factory builds a scheduler.
 type Factory func(Params) (Scheduler, error)
 
 var registry = map[string]Factory{}
 
-// Register makes a scheduler available by name to the config. Call it from init.
+// Register makes a scheduler available by name. Call it from init.
 func Register(name string, f Factory) {
 	if _, dup := registry[name]; dup {
 		panic("sched: duplicate registration of " + name)
@@ -67,6 +85,15 @@ func New(name string, p Params) (Scheduler, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
 	}
+	if p.Queues == 0 {
+		p.Queues = DefaultQueues
+	}
+	if p.Quantum == 0 {
+		p.Quantum = 1514
+	}
+	if p.Quantum < 64 {
+		return nil, fmt.Errorf("quantum %d B is below 64 B", p.Quantum)
+	}
 	return f(p)
 }
 
@@ -79,3 +106,21 @@ func Names() []string {
 	sort.Strings(n)
 	return n
 }
+
+// setSched is what the schedulers over a queues.Set share.
+type setSched struct{ s *queues.Set }
+
+func newSet(p Params, n int) (setSched, error) {
+	s, err := queues.NewSet(queues.SetConfig{Queues: n, PortBytes: p.PortBytes, PortPackets: p.PortPackets,
+		QueueBytes: p.QueueBytes, Alpha: p.Alpha}, p.Buffer)
+	return setSched{s}, err
+}
+
+func (b setSched) NumQueues() int               { return b.s.Len() }
+func (b setSched) Depth(i int) (uint64, uint32) { return b.s.Depth(i) }
+func (b setSched) Pause(i int)                  { b.s.Pause(i) }
+func (b setSched) Resume(i int)                 { b.s.Resume(i) }
+func (b setSched) Publish()                     { b.s.Publish() }
+
+// Set exposes the queues (tests, metrics).
+func (b setSched) Set() *queues.Set { return b.s }

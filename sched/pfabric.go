@@ -1,0 +1,279 @@
+package sched
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/queues"
+)
+
+func init() { Register("pfabric", newPFabric) }
+
+// PFabric is the switch side of pFabric (Alizadeh et al., section 4.1): one
+// small buffer per port, ordered by the rank each packet carries in p.Rank
+// (lower is better: the flow's remaining size).
+//
+//   - Priority scheduling with starvation prevention: Dequeue finds the
+//     buffered packet with the best rank and sends the earliest-arrived
+//     packet of that packet's flow (p.Hash). So packets of a flow always
+//     leave in arrival order.
+//   - Priority dropping: when an arriving packet does not fit, it is dropped
+//     if its rank is no better than the worst buffered rank (queues.PortLimit);
+//     otherwise the worst buffered packet is evicted and returned to the
+//     caller (queues.Evicted). One eviction per arrival: if evicting the worst
+//     packet would not make room, the arriving packet is dropped instead.
+//   - Ties: among equal ranks the earlier arrival counts as better, both for
+//     choosing the flow to serve and for choosing the packet to evict (the
+//     latest arrival of the worst rank goes first).
+//
+// Every operation is O(log n) in the buffered packets: two indexed binary
+// heaps over the packets (best first, worst first), a list per flow in
+// arrival order, and an open-addressing flow table.
+type PFabric struct {
+	slots   []pkt.Packet
+	seq     []uint64
+	minPos  []int32 // position of slot in best, -1 if free
+	maxPos  []int32
+	fnext   []int32 // next slot of the same flow (arrival order), -1 at the tail
+	fprev   []int32
+	best    []int32 // heap: best (rank, seq) on top
+	worst   []int32 // heap: worst (rank, seq) on top
+	free    []int32
+	flows   []flowEntry
+	fmask   uint32
+	nextSeq uint64
+	limit   uint64
+	bytes   uint64
+	depthB  atomic.Uint64
+	depthP  atomic.Uint32
+	paused  atomic.Bool
+}
+
+type flowEntry struct {
+	hash       uint32 // flow key + 1 (0 = empty slot)
+	head, tail int32
+	count      int32
+}
+
+var _ Scheduler = (*PFabric)(nil)
+
+func newPFabric(p Params) (Scheduler, error) {
+	if p.PortBytes == 0 {
+		return nil, fmt.Errorf("pfabric needs a buffer size")
+	}
+	n := p.PortPackets
+	if n <= 0 {
+		n = int(min(p.PortBytes/64, 1<<16))
+	}
+	if n < 1 || n > 1<<20 {
+		return nil, fmt.Errorf("pfabric packet capacity %d out of range", n)
+	}
+	f := &PFabric{slots: make([]pkt.Packet, n), seq: make([]uint64, n), minPos: make([]int32, n), maxPos: make([]int32, n),
+		fnext: make([]int32, n), fprev: make([]int32, n), best: make([]int32, 0, n), worst: make([]int32, 0, n),
+		free: make([]int32, n), limit: p.PortBytes}
+	for i := range f.free {
+		f.free[i] = int32(n - 1 - i)
+	}
+	ft := 1
+	for ft < 2*n {
+		ft <<= 1
+	}
+	f.flows = make([]flowEntry, ft)
+	f.fmask = uint32(ft - 1)
+	return f, nil
+}
+
+func (f *PFabric) NumQueues() int { return 1 }
+func (f *PFabric) Depth(int) (uint64, uint32) {
+	return f.depthB.Load(), f.depthP.Load()
+}
+func (f *PFabric) Pause(int)  { f.paused.Store(true) }
+func (f *PFabric) Resume(int) { f.paused.Store(false) }
+
+// Len is the number of buffered packets (owner only).
+func (f *PFabric) Len() int { return len(f.best) }
+
+// Publish makes Depth current (owner only, once per batch).
+func (f *PFabric) Publish() {
+	f.depthB.Store(f.bytes)
+	f.depthP.Store(uint32(len(f.best)))
+}
+
+// better reports whether slot a ranks before slot b.
+func (f *PFabric) better(a, b int32) bool {
+	ra, rb := f.slots[a].Rank, f.slots[b].Rank
+	return ra < rb || ra == rb && f.seq[a] < f.seq[b]
+}
+
+func (f *PFabric) Enqueue(p *pkt.Packet) queues.Drop {
+	if f.bytes+uint64(p.Len) > f.limit || len(f.free) == 0 {
+		if len(f.worst) == 0 {
+			return queues.PortLimit
+		}
+		w := f.worst[0]
+		if p.Rank >= f.slots[w].Rank || f.bytes-uint64(f.slots[w].Len)+uint64(p.Len) > f.limit {
+			return queues.PortLimit
+		}
+		evicted := f.slots[w]
+		f.remove(w)
+		f.insert(p)
+		*p = evicted
+		return queues.Evicted
+	}
+	f.insert(p)
+	return queues.Accepted
+}
+
+func (f *PFabric) Dequeue(p *pkt.Packet) bool {
+	if len(f.best) == 0 || f.paused.Load() {
+		return false
+	}
+	b := f.best[0]
+	e := f.lookup(f.slots[b].Hash)
+	s := f.flows[e].head
+	*p = f.slots[s]
+	f.remove(s)
+	return true
+}
+
+func (f *PFabric) insert(p *pkt.Packet) {
+	s := f.free[len(f.free)-1]
+	f.free = f.free[:len(f.free)-1]
+	f.slots[s] = *p
+	f.seq[s] = f.nextSeq
+	f.nextSeq++
+	f.bytes += uint64(p.Len)
+	// flow list
+	e := f.lookup(p.Hash)
+	if f.flows[e].hash == 0 {
+		f.flows[e] = flowEntry{hash: p.Hash + 1, head: s, tail: s}
+		f.fprev[s], f.fnext[s] = -1, -1
+	} else {
+		t := f.flows[e].tail
+		f.fnext[t], f.fprev[s], f.fnext[s] = s, t, -1
+		f.flows[e].tail = s
+	}
+	f.flows[e].count++
+	// heaps
+	f.minPos[s] = int32(len(f.best))
+	f.best = append(f.best, s)
+	f.up(f.best, f.minPos, int(f.minPos[s]), true)
+	f.maxPos[s] = int32(len(f.worst))
+	f.worst = append(f.worst, s)
+	f.up(f.worst, f.maxPos, int(f.maxPos[s]), false)
+}
+
+func (f *PFabric) remove(s int32) {
+	f.bytes -= uint64(f.slots[s].Len)
+	e := f.lookup(f.slots[s].Hash)
+	fe := &f.flows[e]
+	if pr := f.fprev[s]; pr >= 0 {
+		f.fnext[pr] = f.fnext[s]
+	} else {
+		fe.head = f.fnext[s]
+	}
+	if nx := f.fnext[s]; nx >= 0 {
+		f.fprev[nx] = f.fprev[s]
+	} else {
+		fe.tail = f.fprev[s]
+	}
+	fe.count--
+	if fe.count == 0 {
+		f.deleteFlow(e)
+	}
+	f.heapRemove(&f.best, f.minPos, s, true)
+	f.heapRemove(&f.worst, f.maxPos, s, false)
+	f.free = append(f.free, s)
+}
+
+// lookup returns the flow table index holding hash, or the empty slot where it would go.
+func (f *PFabric) lookup(hash uint32) uint32 {
+	key := hash + 1
+	i := (hash * 0x9e3779b1) & f.fmask
+	for {
+		k := f.flows[i].hash
+		if k == key || k == 0 {
+			return i
+		}
+		i = (i + 1) & f.fmask
+	}
+}
+
+// deleteFlow empties table slot i with backward-shift deletion (linear probing).
+func (f *PFabric) deleteFlow(i uint32) {
+	for {
+		f.flows[i] = flowEntry{}
+		j := i
+		for {
+			j = (j + 1) & f.fmask
+			k := f.flows[j].hash
+			if k == 0 {
+				return
+			}
+			home := ((k - 1) * 0x9e3779b1) & f.fmask
+			// Move j back to i if its home is not cyclically within (i, j].
+			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+				f.flows[i] = f.flows[j]
+				i = j
+				break
+			}
+		}
+	}
+}
+
+// heap helpers: min=true orders best first, min=false worst first.
+func (f *PFabric) less(a, b int32, min bool) bool {
+	if min {
+		return f.better(a, b)
+	}
+	return f.better(b, a)
+}
+
+func (f *PFabric) up(h []int32, pos []int32, i int, min bool) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !f.less(h[i], h[parent], min) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		pos[h[i]], pos[h[parent]] = int32(i), int32(parent)
+		i = parent
+	}
+}
+
+func (f *PFabric) down(h []int32, pos []int32, i int, min bool) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && f.less(h[r], h[l], min) {
+			c = r
+		}
+		if !f.less(h[c], h[i], min) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		pos[h[i]], pos[h[c]] = int32(i), int32(c)
+		i = c
+	}
+}
+
+func (f *PFabric) heapRemove(hp *[]int32, pos []int32, s int32, min bool) {
+	h := *hp
+	i := int(pos[s])
+	last := len(h) - 1
+	if i != last {
+		h[i] = h[last]
+		pos[h[i]] = int32(i)
+	}
+	*hp = h[:last]
+	pos[s] = -1
+	if i < last {
+		f.down(*hp, pos, i, min)
+		f.up(*hp, pos, i, min)
+	}
+}

@@ -1,0 +1,419 @@
+package sched
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/queues"
+)
+
+func mk(t testing.TB, name string, p Params) Scheduler {
+	t.Helper()
+	if p.PortBytes == 0 {
+		p.PortBytes = 1 << 24
+	}
+	s, err := New(name, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func jain(x []float64) float64 {
+	var s, s2 float64
+	for _, v := range x {
+		s += v
+		s2 += v * v
+	}
+	return s * s / (float64(len(x)) * s2)
+}
+
+// TestDRRFairAcrossPacketSizes keeps four queues with packets of 64, 500,
+// 1000 and 1500 bytes backlogged and checks the bytes each one sends.
+func TestDRRFairAcrossPacketSizes(t *testing.T) {
+	for _, name := range []string{"drr", "sfq"} {
+		cls := Classifier{By: "queue"}
+		s := mk(t, name, Params{Queues: 4, Classify: cls})
+		sizes := []uint32{64, 500, 1000, 1500}
+		hashes := []uint32{0, 1, 2, 3} // sfq: hash % 4 picks the queue
+		fill := func() {
+			for q := range sizes {
+				for {
+					s.Publish()
+					_, n := s.Depth(q)
+					if n >= 20 {
+						break
+					}
+					p := pkt.Packet{Len: sizes[q], Queue: uint16(q), Hash: hashes[q]}
+					if d := s.Enqueue(&p); d != queues.Accepted {
+						t.Fatalf("enqueue: %v", d)
+					}
+				}
+			}
+		}
+		sent := make([]float64, 4)
+		var p pkt.Packet
+		for i := 0; i < 100000; i++ {
+			fill()
+			if !s.Dequeue(&p) {
+				t.Fatal("backlogged scheduler returned nothing")
+			}
+			sent[p.Queue] += float64(p.Len)
+		}
+		if j := jain(sent); j < 0.99 {
+			t.Errorf("%s: Jain index %.4f over bytes %v", name, j, sent)
+		}
+	}
+}
+
+func TestStrictPriorityNeverServesLower(t *testing.T) {
+	s := mk(t, "prio", Params{Queues: 8})
+	rng := rand.New(rand.NewSource(1))
+	var p pkt.Packet
+	for i := 0; i < 50000; i++ {
+		if rng.Intn(3) > 0 {
+			p = pkt.Packet{Len: 100, TOS: uint8(rng.Intn(64)) << 2}
+			s.Enqueue(&p)
+			continue
+		}
+		if rng.Intn(50) == 0 {
+			q := rng.Intn(8)
+			if rng.Intn(2) == 0 {
+				s.Pause(q)
+			} else {
+				s.Resume(q)
+			}
+		}
+		best := -1
+		s.Publish()
+		for q := 0; q < 8; q++ {
+			if _, n := s.Depth(q); n > 0 && !s.(*prio).s.Paused(q) {
+				best = q
+				break
+			}
+		}
+		ok := s.Dequeue(&p)
+		if ok != (best >= 0) || ok && int(p.Queue) != best {
+			t.Fatalf("served queue %d (ok %v), highest ready is %d", p.Queue, ok, best)
+		}
+	}
+	// The default map: EF (46) above best effort (0).
+	c := DefaultClassifier(8)
+	if ef, be := c.queue(&pkt.Packet{TOS: 46 << 2}, 8), c.queue(&pkt.Packet{}, 8); ef >= be {
+		t.Fatalf("EF in queue %d, best effort in %d", ef, be)
+	}
+}
+
+func TestPausedQueuesAreNeverServed(t *testing.T) {
+	for _, name := range []string{"fifo", "prio", "drr", "sfq", "rsp", "pfabric"} {
+		s := mk(t, name, Params{Queues: 4, Classify: Classifier{By: "queue"}})
+		for i := 0; i < 40; i++ {
+			p := pkt.Packet{Len: 100, Queue: uint16(i % 4), Hash: uint32(i % 4), Rank: uint32(i % 4)}
+			s.Enqueue(&p)
+		}
+		for q := 0; q < s.NumQueues(); q++ {
+			s.Pause(q)
+		}
+		var p pkt.Packet
+		if s.Dequeue(&p) {
+			t.Errorf("%s: served a packet with every queue paused", name)
+		}
+		if s.NumQueues() > 1 {
+			s.Resume(2)
+			for s.Dequeue(&p) {
+				if p.Queue != 2 {
+					t.Errorf("%s: served queue %d, only 2 is resumed", name, p.Queue)
+					break
+				}
+			}
+		}
+	}
+}
+
+func TestRSPServesRoundsInOrderAndRotates(t *testing.T) {
+	s := mk(t, "rsp", Params{Queues: 4}).(*RSP)
+	// Rounds 0..3 fit; round 4 is too far ahead.
+	for i, r := range []uint32{2, 0, 3, 1, 0, 2} {
+		p := pkt.Packet{Len: 100, Rank: r, Addr: uint64(i)}
+		if d := s.Enqueue(&p); d != queues.Accepted {
+			t.Fatalf("round %d: %v", r, d)
+		}
+	}
+	if p := (pkt.Packet{Len: 100, Rank: 4}); s.Enqueue(&p) != queues.RoundOverflow {
+		t.Fatal("a packet 4 rounds ahead was accepted with 4 queues")
+	}
+	want := []uint64{1, 4, 3, 0, 5, 2} // by round, arrival order within a round
+	var p pkt.Packet
+	for _, w := range want {
+		if !s.Dequeue(&p) || p.Addr != w {
+			t.Fatalf("got packet %d, want %d", p.Addr, w)
+		}
+	}
+	if s.Round() != 3 {
+		t.Fatalf("round %d after serving rounds 0..3", s.Round())
+	}
+	// Round 3 drained: the next packet in round 6 is now within reach, round 2 is in the past (sent now).
+	p = pkt.Packet{Len: 100, Rank: 6, Addr: 7}
+	if s.Enqueue(&p) != queues.Accepted {
+		t.Fatal("round 6 refused at round 3")
+	}
+	p = pkt.Packet{Len: 100, Rank: 1, Addr: 8}
+	s.Enqueue(&p)
+	s.Dequeue(&p)
+	if p.Addr != 8 {
+		t.Fatalf("a late packet was not sent in the current round: got %d", p.Addr)
+	}
+	s.Dequeue(&p)
+	if p.Addr != 7 || s.Round() != 6 {
+		t.Fatalf("got %d at round %d", p.Addr, s.Round())
+	}
+}
+
+// TestPFabricFigure2 is the situation of Figure 2 of the pFabric paper:
+// the best-ranked packet (a,1) arrived last, so the earliest packet of its
+// flow a, the second in the queue, leaves first.
+func TestPFabricFigure2(t *testing.T) {
+	s := mk(t, "pfabric", Params{})
+	const a, b, c = 10, 20, 30
+	in := []struct{ flow, rank uint32 }{{b, 4}, {a, 7}, {c, 3}, {b, 2}, {a, 1}}
+	for i, x := range in {
+		p := pkt.Packet{Len: 1000, Hash: x.flow, Rank: x.rank, Addr: uint64(i)}
+		s.Enqueue(&p)
+	}
+	want := []uint64{1, 4, 0, 3, 2} // (a,7) (a,1) (b,4) (b,2) (c,3)
+	var p pkt.Packet
+	for _, w := range want {
+		if !s.Dequeue(&p) || p.Addr != w {
+			t.Fatalf("got packet %d (flow %d rank %d), want %d", p.Addr, p.Hash, p.Rank, w)
+		}
+	}
+}
+
+func TestPFabricEvictsWorst(t *testing.T) {
+	s := mk(t, "pfabric", Params{PortBytes: 10 * 1000})
+	for i := 0; i < 10; i++ {
+		p := pkt.Packet{Len: 1000, Hash: uint32(i), Rank: uint32(100 + i*10), Addr: uint64(i)}
+		if s.Enqueue(&p) != queues.Accepted {
+			t.Fatal("refused while not full")
+		}
+	}
+	// No better than the worst (190): dropped.
+	p := pkt.Packet{Len: 1000, Rank: 190, Addr: 99}
+	if d := s.Enqueue(&p); d != queues.PortLimit || p.Addr != 99 {
+		t.Fatalf("equal-rank arrival: %v, packet %d", d, p.Addr)
+	}
+	// Better: evicts the worst (rank 190, packet 9).
+	p = pkt.Packet{Len: 1000, Rank: 5, Addr: 50}
+	if d := s.Enqueue(&p); d != queues.Evicted || p.Addr != 9 {
+		t.Fatalf("better arrival: %v, evicted %d", d, p.Addr)
+	}
+	p = pkt.Packet{Len: 1000, Rank: 6, Addr: 51}
+	if d := s.Enqueue(&p); d != queues.Evicted || p.Addr != 8 {
+		t.Fatalf("second eviction: %v, evicted %d", d, p.Addr)
+	}
+}
+
+// refPFabric is the obvious O(n) pFabric: a slice in arrival order.
+type refPFabric struct {
+	q     []pkt.Packet
+	bytes uint64
+	limit uint64
+	cap   int
+}
+
+func (r *refPFabric) enqueue(p pkt.Packet) (queues.Drop, pkt.Packet) {
+	if r.bytes+uint64(p.Len) <= r.limit && len(r.q) < r.cap {
+		r.q = append(r.q, p)
+		r.bytes += uint64(p.Len)
+		return queues.Accepted, p
+	}
+	w := -1
+	for i, x := range r.q { // worst rank, latest arrival
+		if w < 0 || x.Rank >= r.q[w].Rank {
+			w = i
+		}
+	}
+	if w < 0 || p.Rank >= r.q[w].Rank || r.bytes-uint64(r.q[w].Len)+uint64(p.Len) > r.limit {
+		return queues.PortLimit, p
+	}
+	ev := r.q[w]
+	r.bytes -= uint64(ev.Len)
+	r.q = append(r.q[:w], r.q[w+1:]...)
+	r.q = append(r.q, p)
+	r.bytes += uint64(p.Len)
+	return queues.Evicted, ev
+}
+
+func (r *refPFabric) dequeue() (pkt.Packet, bool) {
+	if len(r.q) == 0 {
+		return pkt.Packet{}, false
+	}
+	b := 0
+	for i, x := range r.q {
+		if x.Rank < r.q[b].Rank {
+			b = i
+		}
+	}
+	for i, x := range r.q {
+		if x.Hash == r.q[b].Hash {
+			r.q = append(r.q[:i], r.q[i+1:]...)
+			r.bytes -= uint64(x.Len)
+			return x, true
+		}
+	}
+	panic("unreachable")
+}
+
+// refDRR is DRR over per-queue slices, visiting queues in index order.
+type refDRR struct {
+	q       [][]pkt.Packet
+	deficit []int
+	pos     int
+	inTurn  bool
+	quantum int
+	paused  []bool
+}
+
+func (r *refDRR) dequeue() (pkt.Packet, bool) {
+	n := len(r.q)
+	for iter := 0; iter < 1000; iter++ {
+		any := false
+		for i := range r.q {
+			any = any || len(r.q[i]) > 0 && !r.paused[i]
+		}
+		if !any {
+			return pkt.Packet{}, false
+		}
+		if !r.inTurn || len(r.q[r.pos]) == 0 || r.paused[r.pos] {
+			for k := 1; k <= n; k++ {
+				if j := (r.pos + k) % n; len(r.q[j]) > 0 && !r.paused[j] {
+					r.pos = j
+					break
+				}
+			}
+			r.deficit[r.pos] += r.quantum
+			r.inTurn = true
+		}
+		h := r.q[r.pos][0]
+		if int(h.Len) <= r.deficit[r.pos] {
+			r.deficit[r.pos] -= int(h.Len)
+			r.q[r.pos] = r.q[r.pos][1:]
+			if len(r.q[r.pos]) == 0 {
+				r.deficit[r.pos] = 0
+				r.inTurn = false
+			}
+			return h, true
+		}
+		r.inTurn = false
+	}
+	panic("reference DRR looped")
+}
+
+// refRSP is a calendar of per-round slices.
+type refRSP struct {
+	n     uint32
+	round uint32
+	q     map[uint32][]pkt.Packet
+}
+
+func (r *refRSP) enqueue(p pkt.Packet) queues.Drop {
+	rd := p.Rank
+	if rd < r.round {
+		rd = r.round
+	}
+	if rd-r.round >= r.n {
+		return queues.RoundOverflow
+	}
+	r.q[rd] = append(r.q[rd], p)
+	return queues.Accepted
+}
+
+func (r *refRSP) dequeue() (pkt.Packet, bool) {
+	total := 0
+	for _, v := range r.q {
+		total += len(v)
+	}
+	if total == 0 {
+		return pkt.Packet{}, false
+	}
+	for len(r.q[r.round]) == 0 {
+		r.round++
+	}
+	p := r.q[r.round][0]
+	r.q[r.round] = r.q[r.round][1:]
+	return p, true
+}
+
+// FuzzSchedulersAgainstReference drives DRR, RSP and pFabric and simple
+// reference implementations with the same random operations and compares
+// every result.
+func FuzzSchedulersAgainstReference(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 200, 100, 0, 255})
+	f.Add([]byte("a fairly long seed of operations for the schedulers to chew on"))
+	f.Fuzz(runOps)
+}
+
+func runOps(t *testing.T, ops []byte) {
+	if len(ops) > 4000 { // at most 2000 packets: within the queues' 4096-packet capacity, which the references do not model
+		ops = ops[:4000]
+	}
+	{
+		const nq = 4
+		drr := mk(t, "drr", Params{Queues: nq, Quantum: 300, PortBytes: 1 << 24, PortPackets: 4096, Classify: Classifier{By: "queue"}}).(*drr)
+		rdrr := &refDRR{q: make([][]pkt.Packet, nq), deficit: make([]int, nq), pos: nq - 1, quantum: 300, paused: make([]bool, nq)}
+		rsp := mk(t, "rsp", Params{Queues: nq, PortBytes: 1 << 24, PortPackets: 4096}).(*RSP)
+		rrsp := &refRSP{n: nq, q: map[uint32][]pkt.Packet{}}
+		pf := mk(t, "pfabric", Params{PortBytes: 6000, PortPackets: 8}).(*PFabric)
+		rpf := &refPFabric{limit: 6000, cap: 8}
+		id := uint64(0)
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i], ops[i+1]
+			switch op % 4 {
+			case 0, 1: // enqueue
+				id++
+				p := pkt.Packet{Addr: id, Len: 64 + uint32(arg)*5, Queue: uint16(arg % nq), Hash: uint32(arg % 3), Rank: rsp.Round() + uint32(arg%6)}
+				q := p
+				if d := drr.Enqueue(&q); d == queues.Accepted {
+					rdrr.q[p.Queue] = append(rdrr.q[p.Queue], p)
+				}
+				q = p
+				if d1, d2 := rsp.Enqueue(&q), rrsp.enqueue(p); d1 != d2 {
+					t.Fatalf("rsp enqueue %v, reference %v", d1, d2)
+				}
+				q = p
+				q.Rank = uint32(arg)
+				d1 := pf.Enqueue(&q)
+				d2, ev := rpf.enqueue(func() pkt.Packet { x := p; x.Rank = uint32(arg); return x }())
+				if d1 != d2 || d1 != queues.Accepted && q.Addr != ev.Addr {
+					t.Fatalf("pfabric enqueue %v (%d), reference %v (%d)", d1, q.Addr, d2, ev.Addr)
+				}
+			case 2: // dequeue
+				var a pkt.Packet
+				ok1 := drr.Dequeue(&a)
+				b, ok2 := rdrr.dequeue()
+				if ok1 != ok2 || ok1 && a.Addr != b.Addr {
+					t.Fatalf("drr dequeue %v %d, reference %v %d", ok1, a.Addr, ok2, b.Addr)
+				}
+				ok1 = rsp.Dequeue(&a)
+				b, ok2 = rrsp.dequeue()
+				if ok1 != ok2 || ok1 && a.Addr != b.Addr || rsp.Round() != rrsp.round {
+					t.Fatalf("rsp dequeue %v %d round %d, reference %v %d round %d", ok1, a.Addr, rsp.Round(), ok2, b.Addr, rrsp.round)
+				}
+				ok1 = pf.Dequeue(&a)
+				b, ok2 = rpf.dequeue()
+				if ok1 != ok2 || ok1 && a.Addr != b.Addr {
+					t.Fatalf("pfabric dequeue %v %d, reference %v %d", ok1, a.Addr, ok2, b.Addr)
+				}
+			case 3: // pause or resume a DRR queue
+				q := int(arg % nq)
+				if arg&0x80 != 0 {
+					drr.Pause(q)
+				} else {
+					drr.Resume(q)
+				}
+				rdrr.paused[q] = arg&0x80 != 0
+			}
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package sched
+
+import (
+	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/queues"
+)
+
+func init() {
+	Register("fifo", newFIFO)
+	Register("prio", newPrio)
+}
+
+// fifo is one tail-drop queue.
+type fifo struct{ setSched }
+
+var _ Scheduler = (*fifo)(nil)
+
+func newFIFO(p Params) (Scheduler, error) {
+	b, err := newSet(p, 1)
+	return &fifo{b}, err
+}
+
+func (f *fifo) Enqueue(p *pkt.Packet) queues.Drop {
+	p.Queue = 0
+	return f.s.Push(0, p)
+}
+
+func (f *fifo) Dequeue(p *pkt.Packet) bool {
+	if f.s.Ready() == 0 {
+		return false
+	}
+	return f.s.Pop(0, p)
+}
+
+// prio is strict priority: the lowest-numbered ready queue is always served first.
+type prio struct {
+	setSched
+	cls Classifier
+}
+
+var _ Scheduler = (*prio)(nil)
+
+func newPrio(p Params) (Scheduler, error) {
+	b, err := newSet(p, p.Queues)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Classify.check(p.Queues); err != nil {
+		return nil, err
+	}
+	return &prio{b, p.Classify}, nil
+}
+
+func (s *prio) Enqueue(p *pkt.Packet) queues.Drop {
+	q := s.cls.queue(p, s.s.Len())
+	p.Queue = uint16(q)
+	return s.s.Push(q, p)
+}
+
+func (s *prio) Dequeue(p *pkt.Packet) bool {
+	q := queues.First(s.s.Ready())
+	return q >= 0 && s.s.Pop(q, p)
+}
