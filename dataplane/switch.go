@@ -13,6 +13,7 @@ import (
 	"github.com/gswitch/gswitch/dataplane/pkt"
 	"github.com/gswitch/gswitch/dataplane/ring"
 	"github.com/gswitch/gswitch/dataplane/shaper"
+	"github.com/gswitch/gswitch/queues"
 	"github.com/gswitch/gswitch/sched"
 	"golang.org/x/sys/unix"
 )
@@ -39,9 +40,13 @@ type PortConfig struct {
 	Name        string
 	RateBits    uint64 // egress line rate in bit/s; 0 = unlimited
 	BurstBytes  int64  // shaper burst; 0 = default
-	BufferBytes uint64 // egress buffer (byte limit of the port's queue)
-	MaxPackets  int    // egress packet capacity; 0 = BufferBytes/64
+	BufferBytes uint64 // the port's egress buffer limit in bytes
+	MaxPackets  int    // the port's egress packet limit; 0 = min(BufferBytes/128, 8192)
 	Scheduler   string // registered scheduler name; "" = fifo
+	Queues      int    // egress queues (0 = 32; fifo uses one)
+	QueueBytes  uint64 // static per-queue limit (0 = BufferBytes)
+	Quantum     int    // DRR/SFQ quantum (0 = 1514)
+	Classify    sched.Classifier
 }
 
 // Config configures a Switch.
@@ -54,6 +59,8 @@ type Config struct {
 	FillTarget   int           // frames to keep on each fill ring; 0 = automatic
 	BusyPoll     bool          // never sleep
 	SpinTime     time.Duration // how long an idle worker polls before sleeping; 0 = 50 µs
+	SharedBuffer uint64        // bytes of the buffer all egress queues share; 0 = half the UMEM
+	Alpha        float64       // dynamic threshold: a queue may take Alpha x the free buffer; 0 = off (gswitchd's config defaults to 1)
 	Clock        Clock         // nil = monotonic time
 }
 
@@ -62,16 +69,26 @@ type DropReason uint8
 
 // Drop reasons, each a label value of gswitch_drops_total.
 const (
-	DropMalformed   DropReason = iota // the parser refused the frame (see gswitch_malformed_total)
-	DropQueueFull                     // the egress scheduler refused it (byte or packet limit)
-	DropHandoffFull                   // the ring to the egress port's worker was full
-	DropNoFrames                      // no free frame for a flooded copy
-	DropSamePort                      // destination learnt on the ingress port (filtered)
-	DropBadDesc                       // the device returned a descriptor outside the UMEM
+	DropMalformed     DropReason = iota // the parser refused the frame (see gswitch_malformed_total)
+	DropBufferFull                      // the switch's shared buffer was full
+	DropPortLimit                       // the egress port's byte or packet limit
+	DropQueueLimit                      // the egress queue's limit or dynamic threshold
+	DropEvicted                         // pushed out by a better packet (pFabric)
+	DropRoundOverflow                   // too many rounds ahead (AFQ/RSP)
+	DropHandoffFull                     // the ring to the egress port's worker was full
+	DropNoFrames                        // no free frame for a flooded copy
+	DropSamePort                        // destination learnt on the ingress port (filtered)
+	DropBadDesc                         // the device returned a descriptor outside the UMEM
 	NumDropReasons
 )
 
-var dropNames = [...]string{"malformed", "queue_full", "handoff_full", "no_frames", "same_port", "bad_descriptor"}
+var dropNames = [...]string{"malformed", "buffer_full", "port_limit", "queue_limit", "evicted", "round_overflow", "handoff_full", "no_frames", "same_port", "bad_descriptor"}
+
+// fromQueues maps a traffic-manager drop to its reason.
+var fromQueues = [queues.NumDrops]DropReason{
+	queues.BufferFull: DropBufferFull, queues.PortLimit: DropPortLimit, queues.QueueLimit: DropQueueLimit,
+	queues.Evicted: DropEvicted, queues.RoundOverflow: DropRoundOverflow,
+}
 
 func (r DropReason) String() string { return dropNames[r] }
 
@@ -86,6 +103,7 @@ type Port struct {
 	egress int   // worker that owns the egress (the owner of links[0])
 
 	sched  sched.Scheduler
+	ctrl   *queues.FIFO // frames the switch emits: served first, never paused
 	shaper *shaper.Bucket
 	in     []*ring.SPSC[pkt.Packet] // in[w]: packets handed over by worker w (nil for the egress worker)
 
@@ -96,7 +114,16 @@ type Port struct {
 // Scheduler returns the port's egress scheduler (for metrics: Depth only).
 func (p *Port) Scheduler() sched.Scheduler { return p.sched }
 
-// Shaper returns the port's shaper rate in bit/s (0 = unlimited).
+// PauseQueue stops egress queue q of the port (any goroutine); its packets stay.
+func (p *Port) PauseQueue(q int) { p.sched.Pause(q) }
+
+// ResumeQueue serves egress queue q again (any goroutine).
+func (p *Port) ResumeQueue(q int) { p.sched.Resume(q) }
+
+// ControlDepth is the depth of the port's control queue (any goroutine).
+func (p *Port) ControlDepth() (uint64, uint32) { return p.ctrl.Depth() }
+
+// RateBits returns the port's shaper rate in bit/s (0 = unlimited).
 func (p *Port) RateBits() uint64 { return p.shaper.RateBits() }
 
 // Links returns the port's per-queue links.
@@ -112,6 +139,7 @@ type Switch struct {
 	ports      []*Port
 	workers    []*worker
 	mac        *l2.Table
+	buffer     *queues.Buffer
 	clock      Clock
 	stopping   atomic.Bool
 	wg         sync.WaitGroup
@@ -159,6 +187,10 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		cfg.Clock = monoClock{time.Now()}
 	}
 	s := &Switch{cfg: cfg, mem: mem, frameSize: uint64(frameSize), numFrames: uint32(len(mem) / int(frameSize)), clock: cfg.Clock}
+	if cfg.SharedBuffer == 0 {
+		cfg.SharedBuffer = uint64(len(mem)) / 2
+	}
+	s.buffer = queues.NewBuffer(cfg.SharedBuffer)
 	s.perWorker = s.numFrames / uint32(cfg.Workers)
 	if s.perWorker < 4*BatchSize {
 		return nil, fmt.Errorf("%d frames are too few for %d workers (need %d each)", s.numFrames, cfg.Workers, 4*BatchSize)
@@ -174,13 +206,17 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			pc.BufferBytes = 1 << 20
 		}
 		if pc.MaxPackets == 0 {
-			pc.MaxPackets = int(min(pc.BufferBytes/64, 1<<16))
+			pc.MaxPackets = int(min(pc.BufferBytes/128, 8192))
 		}
 		if pc.Scheduler == "" {
 			pc.Scheduler = "fifo"
 		}
-		if p.sched, err = sched.New(pc.Scheduler, sched.Params{BufferBytes: pc.BufferBytes, MaxPackets: pc.MaxPackets}); err != nil {
+		if p.sched, err = sched.New(pc.Scheduler, sched.Params{Queues: pc.Queues, PortBytes: pc.BufferBytes, PortPackets: pc.MaxPackets,
+			QueueBytes: pc.QueueBytes, Alpha: cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify}); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
+		}
+		if p.ctrl, err = queues.NewFIFO(64<<10, 256); err != nil {
+			return nil, err
 		}
 		if p.shaper, err = shaper.New(pc.RateBits, pc.BurstBytes, now); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
@@ -238,6 +274,9 @@ func (s *Switch) Workers() int { return len(s.workers) }
 
 // MACTable is the learning table.
 func (s *Switch) MACTable() *l2.Table { return s.mac }
+
+// Buffer is the shared buffer of all egress queues.
+func (s *Switch) Buffer() *queues.Buffer { return s.buffer }
 
 // Now is the switch clock.
 func (s *Switch) Now() int64 { return s.clock.Now() }
@@ -335,6 +374,8 @@ func (s *Switch) Frames() FrameCounts {
 			_, n := p.sched.Depth(q)
 			c.Queued += uint64(n)
 		}
+		_, n := p.ctrl.Depth()
+		c.Queued += uint64(n)
 		for _, r := range p.in {
 			if r != nil {
 				c.Handoff += uint64(r.Len())

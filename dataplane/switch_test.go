@@ -166,8 +166,8 @@ func TestQueueLimitDropsAndFrees(t *testing.T) {
 	settle(s)
 	c := s.Counters(1)
 	q := s.Frames().Queued
-	if c.TxPackets+c.Drops[DropQueueFull]+q != 100 || c.Drops[DropQueueFull] < 80 {
-		t.Fatalf("tx %d + queue_full drops %d + queued %d != 100", c.TxPackets, c.Drops[DropQueueFull], q)
+	if c.TxPackets+c.Drops[DropPortLimit]+q != 100 || c.Drops[DropPortLimit] < 80 {
+		t.Fatalf("tx %d + port_limit drops %d + queued %d != 100", c.TxPackets, c.Drops[DropPortLimit], q)
 	}
 	if d := s.Frames().Queued; d != 10 {
 		t.Fatalf("%d frames queued, want 10 (10 KB of 1000 B frames)", d)
@@ -177,7 +177,7 @@ func TestQueueLimitDropsAndFrees(t *testing.T) {
 		clk.t += 1e6
 		settle(s)
 	}
-	if c := s.Counters(1); c.TxPackets+c.Drops[DropQueueFull] != 100 || s.Frames().Queued != 0 {
+	if c := s.Counters(1); c.TxPackets+c.Drops[DropPortLimit] != 100 || s.Frames().Queued != 0 {
 		t.Fatalf("after draining: %+v queued %d", c, s.Frames().Queued)
 	}
 	checkFrames(t, s)

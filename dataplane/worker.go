@@ -8,7 +8,7 @@ import (
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/dataplane/pkt"
 	"github.com/gswitch/gswitch/dataplane/ring"
-	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/queues"
 	"golang.org/x/sys/unix"
 )
 
@@ -322,12 +322,43 @@ func (w *worker) toEgress(p *pkt.Packet) {
 	w.handoff[p.OutPort] = append(w.handoff[p.OutPort], *p)
 }
 
-// enqueue hands p to the port's scheduler (egress worker only).
+// enqueue hands p to the port's scheduler, or its control queue (egress worker only).
 func (w *worker) enqueue(port *Port, p *pkt.Packet) {
-	if d := port.sched.Enqueue(p); d != sched.Accepted {
-		w.ctr[port.Index].drops[DropQueueFull].Add(1)
+	if p.Flags&pkt.FlagControl != 0 {
+		if !port.ctrl.Push(p) {
+			w.ctr[port.Index].drops[DropQueueLimit].Add(1)
+			w.release(p.Addr)
+		}
+		return
+	}
+	// On a drop, *p is the packet to free: the arriving one, or the one it evicted.
+	if d := port.sched.Enqueue(p); d != queues.Accepted {
+		w.ctr[port.Index].drops[fromQueues[d]].Add(1)
 		w.release(p.Addr)
 	}
+}
+
+// emitControl sends frame, built by the switch itself, out of port ahead of
+// all data (the control queue is never paused). It reports false, counting a
+// drop, when no frame is free or the control queue is full.
+func (w *worker) emitControl(port int, frame []byte) bool {
+	addr, ok := w.alloc()
+	if !ok || len(frame) > int(w.s.frameSize) {
+		if ok {
+			w.release(addr)
+		}
+		w.ctr[port].drops[DropNoFrames].Add(1)
+		return false
+	}
+	copy(w.s.mem[addr:], frame)
+	w.pk = pkt.Packet{Addr: addr, Len: uint32(len(frame)), OutPort: uint16(port), InPort: uint16(port), Flags: pkt.FlagControl}
+	w.toEgress(&w.pk)
+	for i := range w.handoff {
+		if len(w.handoff[i]) > 0 {
+			w.flushHandoff(i)
+		}
+	}
+	return true
 }
 
 // flushHandoff pushes staged packets onto port i's handoff ring from this worker.
@@ -364,7 +395,7 @@ func (w *worker) egressPort(p *Port, now int64) bool {
 	n := 0
 	var bytes uint64
 	pk := &w.pk
-	for n < room && p.shaper.Ready(now) && p.sched.Dequeue(pk) {
+	for n < room && p.shaper.Ready(now) && (p.ctrl.Pop(pk) || p.sched.Dequeue(pk)) {
 		p.shaper.Take(pk.Len)
 		p.txDescs[n] = afxdp.Desc{Addr: pk.Addr, Len: pk.Len}
 		bytes += uint64(pk.Len)
@@ -381,6 +412,8 @@ func (w *worker) egressPort(p *Port, now int64) bool {
 	if n > 0 || p.txOutstanding.Load() > 0 {
 		p.txLink.Kick()
 	}
+	p.sched.Publish()
+	p.ctrl.Publish()
 	return work
 }
 
@@ -481,6 +514,9 @@ func (w *worker) inboundPending() bool {
 }
 
 func queued(p *Port) bool {
+	if !p.ctrl.Empty() {
+		return true
+	}
 	for q := 0; q < p.sched.NumQueues(); q++ {
 		if _, n := p.sched.Depth(q); n > 0 {
 			return true

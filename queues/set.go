@@ -112,8 +112,14 @@ func (s *Set) Push(i int, p *pkt.Packet) Drop {
 		return PortLimit
 	}
 	q := s.q[i]
-	if s.alpha256 > 0 && (int64(q.Bytes())+n)*256 > s.alpha256*(s.buf.size-used) {
-		return QueueLimit
+	if s.alpha256 > 0 {
+		free := s.buf.size - used
+		if len(s.q) > 1 {
+			free = min(free, int64(s.portLim-s.bytes))
+		}
+		if (int64(q.Bytes())+n)*256 > s.alpha256*free {
+			return QueueLimit
+		}
 	}
 	if !q.Push(p) {
 		return QueueLimit

@@ -91,6 +91,9 @@ func (f *PFabric) Depth(int) (uint64, uint32) {
 func (f *PFabric) Pause(int)  { f.paused.Store(true) }
 func (f *PFabric) Resume(int) { f.paused.Store(false) }
 
+// Paused reports whether the port's queue is paused.
+func (f *PFabric) Paused(int) bool { return f.paused.Load() }
+
 // Len is the number of buffered packets (owner only).
 func (f *PFabric) Len() int { return len(f.best) }
 

@@ -49,6 +49,8 @@ type Scheduler interface {
 	Pause(i int)
 	// Resume serves queue i again (any goroutine).
 	Resume(i int)
+	// Paused reports whether queue i is paused (any goroutine).
+	Paused(i int) bool
 }
 
 // Params configure a scheduler for one port.
@@ -121,6 +123,7 @@ func (b setSched) Depth(i int) (uint64, uint32) { return b.s.Depth(i) }
 func (b setSched) Pause(i int)                  { b.s.Pause(i) }
 func (b setSched) Resume(i int)                 { b.s.Resume(i) }
 func (b setSched) Publish()                     { b.s.Publish() }
+func (b setSched) Paused(i int) bool            { return b.s.Paused(i) }
 
 // Set exposes the queues (tests, metrics).
 func (b setSched) Set() *queues.Set { return b.s }

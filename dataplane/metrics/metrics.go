@@ -11,6 +11,7 @@ import (
 
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/sched"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,6 +45,11 @@ var (
 	dMalformed  = desc("malformed_total", "Malformed frames received, by what was wrong.", "port", "kind")
 	dDepthB     = desc("queue_depth_bytes", "Bytes queued in the port's egress queue.", "port", "queue")
 	dDepthP     = desc("queue_depth_packets", "Packets queued in the port's egress queue.", "port", "queue")
+	dPaused     = desc("queue_paused", "1 while the egress queue is paused.", "port", "queue")
+	dCtrl       = desc("control_queue_depth_packets", "Frames the switch emits waiting in the port's control queue.", "port")
+	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority scheduler.", "port")
+	dBufUsed    = desc("buffer_used_bytes", "Bytes held in the shared buffer by all egress queues.")
+	dBufSize    = desc("buffer_size_bytes", "Size of the shared buffer.")
 	dRate       = desc("port_rate_bits", "Configured egress rate of the port in bit/s (0 = unlimited).", "port")
 	dInfo       = desc("port_info", "How the port is attached.", "port", "interface", "xdp_mode", "zerocopy", "queues")
 	dXsk        = desc("xsk_kernel_total", "The kernel's AF_XDP socket counters (XDP_STATISTICS).", "port", "queue", "counter")
@@ -54,7 +60,7 @@ var (
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
-	allDescs    = []*prometheus.Desc{dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	allDescs    = []*prometheus.Desc{dPaused, dCtrl, dRound, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -91,6 +97,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			b, n := s.Depth(q)
 			gauge(dDepthB, float64(b), p.Name, strconv.Itoa(q))
 			gauge(dDepthP, float64(n), p.Name, strconv.Itoa(q))
+			v := 0.0
+			if s.Paused(q) {
+				v = 1
+			}
+			gauge(dPaused, v, p.Name, strconv.Itoa(q))
+		}
+		_, cn := p.ControlDepth()
+		gauge(dCtrl, float64(cn), p.Name)
+		if r, ok := s.(*sched.RSP); ok {
+			gauge(dRound, float64(r.Round()), p.Name)
 		}
 		gauge(dRate, float64(p.RateBits()), p.Name)
 		if i < len(c.info) {
@@ -120,6 +136,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(dFrames, float64(s.v), s.n)
 	}
 	gauge(dFramesTot, float64(f.Total))
+	gauge(dBufUsed, float64(c.sw.Buffer().Used()))
+	gauge(dBufSize, float64(c.sw.Buffer().Size()))
 	gauge(dMAC, float64(c.sw.MACTable().Len(c.sw.Now())))
 	counter(dMACFull, c.sw.MACTable().Full())
 	for w := 0; w < c.sw.Workers(); w++ {

@@ -44,6 +44,7 @@ const (
 	FlagIPv6                  // IPv6 header found at L3Off
 	FlagFragment              // a non-first IP fragment: no L4 header
 	FlagMulticast             // destination MAC is group (broadcast or multicast)
+	FlagControl               // a frame the switch emits itself: goes to the port's control queue
 )
 
 // DSCP returns the packet's DiffServ code point.

@@ -1,0 +1,162 @@
+package dataplane
+
+import (
+	"testing"
+
+	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
+	"github.com/gswitch/gswitch/sched"
+)
+
+func tcpDSCP(dst, src byte, dscp uint8, n int) []byte {
+	return pkttest.TCP4(pkttest.MAC(dst), pkttest.MAC(src), ip1, ip2, uint16(src), 80, dscp<<2, make([]byte, n))
+}
+
+// TestDRRSharesAShapedPort sends three backlogged flows of different frame
+// sizes from three ports into one port shaped to 10 Mbit/s, with DRR over
+// DSCP classes, on a fake clock, and checks the bytes each flow gets.
+func TestDRRSharesAShapedPort(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		s, l, clk := testSwitch(t, 4, workers, 8192, func(c *Config) {
+			c.Alpha = 1
+			c.Ports[3].RateBits = 10e6
+			c.Ports[3].Scheduler = "drr"
+			c.Ports[3].Queues = 8
+			c.Ports[3].BufferBytes = 256 << 10
+		})
+		l[3].Inject(udp(9, 4, 10)) // learn host 4 on port d
+		settle(s)
+		sizes := []int{100, 700, 1400}
+		dscps := []uint8{8, 16, 24}
+		for step := 0; step < 2000; step++ { // 2000 x 1 ms
+			clk.t += 1e6
+			for f := 0; f < 3; f++ {
+				for k := 0; k < 4; k++ {
+					l[f].Inject(tcpDSCP(4, byte(f+1), dscps[f], sizes[f]))
+				}
+			}
+			settle(s)
+		}
+		// Measure one more second, telling the flows apart by frame size.
+		var got [3]float64
+		rec := map[int]int{}
+		for f := range sizes {
+			rec[len(tcpDSCP(4, byte(f+1), dscps[f], sizes[f]))] = f
+		}
+		l[3].Record = true
+		for step := 0; step < 1000; step++ {
+			clk.t += 1e6
+			for f := 0; f < 3; f++ {
+				for k := 0; k < 4; k++ {
+					l[f].Inject(tcpDSCP(4, byte(f+1), dscps[f], sizes[f]))
+				}
+			}
+			settle(s)
+		}
+		for _, fr := range l[3].Sent {
+			if f, ok := rec[len(fr)]; ok {
+				got[f] += float64(len(fr))
+			}
+		}
+		if j := jainIndex(got[:]); j < 0.99 {
+			t.Errorf("workers %d: DRR byte shares %v, Jain %.3f", workers, got, j)
+		}
+		if c := s.Counters(3); c.Drops[DropPortLimit]+c.Drops[DropQueueLimit] == 0 {
+			t.Errorf("no queue drops while offering 3x the port rate: %+v", c.Drops)
+		}
+	}
+}
+
+func jainIndex(x []float64) float64 {
+	var s, s2 float64
+	for _, v := range x {
+		s += v
+		s2 += v * v
+	}
+	return s * s / (float64(len(x)) * s2)
+}
+
+func TestPausedQueueHoldsAndControlGoesFirst(t *testing.T) {
+	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
+		c.Ports[1].Scheduler = "prio"
+		c.Ports[1].Queues = 8
+		c.Ports[1].RateBits = 8e6
+	})
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	port := s.Ports()[1]
+	q := int(sched.DefaultClassifier(8).Map[0]) // best effort
+	port.PauseQueue(q)
+	for i := 0; i < 20; i++ {
+		l[0].Inject(tcpDSCP(2, 1, 0, 500))
+	}
+	clk.t += 1e9
+	settle(s)
+	if l[1].SentCount != 0 {
+		t.Fatalf("%d frames left a paused queue", l[1].SentCount)
+	}
+	if _, n := port.Scheduler().Depth(q); n != 20 {
+		t.Fatalf("paused queue holds %d packets, want 20", n)
+	}
+	// A control frame leaves although the data queue is paused and backlogged.
+	l[1].Record = true
+	ctrl := pkttest.Eth(pkttest.MAC(2), pkttest.MAC(0xfe), 0x8808, 0, 0)
+	ctrl = append(ctrl, make([]byte, 46)...)
+	if !s.workers[port.egress].emitControl(1, ctrl) {
+		t.Fatal("emitControl failed")
+	}
+	settle(s)
+	if len(l[1].Sent) != 1 || string(l[1].Sent[0]) != string(ctrl) {
+		t.Fatalf("control frame not sent first: %d frames", len(l[1].Sent))
+	}
+	port.ResumeQueue(q)
+	for i := 0; i < 100; i++ {
+		clk.t += 1e6
+		settle(s)
+	}
+	if l[1].SentCount != 21 {
+		t.Fatalf("after resume %d frames sent, want 21", l[1].SentCount)
+	}
+	checkFrames(t, s)
+}
+
+func TestPFabricEvictionsThroughTheSwitch(t *testing.T) {
+	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) {
+		c.Ports[1].Scheduler = "pfabric"
+		c.Ports[1].BufferBytes = 10 * 1514
+		c.Ports[1].RateBits = 8e6
+	})
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	// Without a rank source every packet has rank 0: once full, arrivals are dropped, never evict.
+	for i := 0; i < 30; i++ {
+		l[0].Inject(udp(2, 1, 1472))
+	}
+	settle(s)
+	c := s.Counters(1)
+	if c.Drops[DropPortLimit] == 0 || c.Drops[DropEvicted] != 0 {
+		t.Fatalf("drops %+v", c.Drops)
+	}
+	for i := 0; i < 100; i++ {
+		clk.t += 1e7
+		settle(s)
+	}
+	checkFrames(t, s)
+}
+
+func TestSchedulersDoNotAllocateInTheSwitch(t *testing.T) {
+	for _, name := range sched.Names() {
+		s, l, _ := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].Scheduler = name })
+		l[1].Inject(udp(1, 2, 10))
+		settle(s)
+		frame := tcpDSCP(2, 1, 10, 100)
+		if a := testing.AllocsPerRun(200, func() {
+			for k := 0; k < 32; k++ {
+				l[0].Inject(frame)
+			}
+			settle(s)
+		}); a != 0 {
+			t.Errorf("%s: %v allocations per batch", name, a)
+		}
+		checkFrames(t, s)
+	}
+}
