@@ -37,12 +37,18 @@ type Config struct {
 	BusyPoll bool `yaml:"busy_poll"`
 	// Spin is how long an idle worker polls before it sleeps, e.g. 50us.
 	Spin string `yaml:"spin"`
+	// Buffer is the packet buffer all egress queues share, e.g. 16MB (default: half the UMEM).
+	Buffer string `yaml:"buffer"`
+	// Alpha is the dynamic threshold factor: a queue may hold Alpha x the free buffer (default 1; 0 turns it off).
+	Alpha *float64 `yaml:"alpha"`
 	// MACTable configures L2 learning.
 	MACTable MACTable `yaml:"mac_table"`
 	// Metrics is the Prometheus listen address; "off" disables it.
 	Metrics string `yaml:"metrics"`
 
-	SpinDur time.Duration `yaml:"-"`
+	SpinDur     time.Duration `yaml:"-"`
+	BufferBytes uint64        `yaml:"-"`
+	AlphaValue  float64       `yaml:"-"`
 }
 
 // MACTable configures the learning table.
@@ -64,14 +70,27 @@ type Port struct {
 	Burst string `yaml:"burst"`
 	// Buffer is the egress buffer in bytes, e.g. 1MB.
 	Buffer string `yaml:"buffer"`
-	// Scheduler is the egress scheduler (fifo).
+	// Scheduler is the egress scheduler: fifo, prio, drr, sfq, rsp or pfabric.
 	Scheduler string `yaml:"scheduler"`
-	// Queues is the number of rx queues to bind, from 0 (0 or absent = all of the interface's).
+	// Queues is the number of egress queues (default 32; fifo and pfabric use one).
 	Queues int `yaml:"queues"`
+	// QueueBuffer is each egress queue's static limit, e.g. 256KB (default: the port's buffer).
+	QueueBuffer string `yaml:"queue_buffer"`
+	// Quantum is the DRR/SFQ quantum in bytes (default 1514).
+	Quantum int `yaml:"quantum"`
+	// Classify picks prio's and drr's queue: dscp (default) or pcp.
+	Classify string `yaml:"classify"`
+	// DSCPMap overrides the queue of individual DSCP values (default: queue 7 - DSCP>>3).
+	DSCPMap map[int]int `yaml:"dscp_map"`
+	// PCPMap gives the queue of each 802.1p priority when classify is pcp (default: queue 7 - PCP).
+	PCPMap map[int]int `yaml:"pcp_map"`
+	// RxQueues is the number of rx queues to bind (0 or absent = all of the interface's).
+	RxQueues int `yaml:"rx_queues"`
 
-	RateBits    uint64 `yaml:"-"`
-	BurstBytes  int64  `yaml:"-"`
-	BufferBytes uint64 `yaml:"-"`
+	RateBits         uint64 `yaml:"-"`
+	BurstBytes       int64  `yaml:"-"`
+	BufferBytes      uint64 `yaml:"-"`
+	QueueBufferBytes uint64 `yaml:"-"`
 }
 
 // Defaults.
@@ -210,6 +229,16 @@ func (c *Config) validate() error {
 	if c.SpinDur, err = duration("spin", c.Spin, 50*time.Microsecond); err != nil {
 		return err
 	}
+	if c.BufferBytes, err = ParseSize(c.Buffer); err != nil {
+		return fmt.Errorf("buffer: %w", err)
+	}
+	c.AlphaValue = 1
+	if c.Alpha != nil {
+		c.AlphaValue = *c.Alpha
+	}
+	if c.AlphaValue < 0 || c.AlphaValue > 64 {
+		return fmt.Errorf("alpha: %v out of range [0, 64] (0 turns the dynamic threshold off)", c.AlphaValue)
+	}
 	if c.MACTable.Size == 0 {
 		c.MACTable.Size = 4096
 	}
@@ -270,11 +299,54 @@ func (c *Config) validate() error {
 		if p.Scheduler == "" {
 			p.Scheduler = "fifo"
 		}
+		if !knownScheduler(p.Scheduler) {
+			return fmt.Errorf("%s.scheduler: %q (use one of %s)", f, p.Scheduler, strings.Join(Schedulers, ", "))
+		}
 		if p.Queues < 0 || p.Queues > 64 {
-			return fmt.Errorf("%s.queues: %d out of range (0 = all rx queues, up to 64)", f, p.Queues)
+			return fmt.Errorf("%s.queues: %d out of range (0 = 32, up to 64)", f, p.Queues)
+		}
+		if p.QueueBufferBytes, err = ParseSize(p.QueueBuffer); err != nil {
+			return fmt.Errorf("%s.queue_buffer: %w", f, err)
+		}
+		if p.Quantum != 0 && (p.Quantum < 64 || p.Quantum > 1<<20) {
+			return fmt.Errorf("%s.quantum: %d out of range [64, 1048576] bytes", f, p.Quantum)
+		}
+		switch p.Classify {
+		case "", "dscp", "pcp":
+		default:
+			return fmt.Errorf("%s.classify: %q (use dscp or pcp)", f, p.Classify)
+		}
+		nq := p.Queues
+		if nq == 0 {
+			nq = 32
+		}
+		for k, v := range p.DSCPMap {
+			if k < 0 || k > 63 || v < 0 || v >= nq {
+				return fmt.Errorf("%s.dscp_map: %d: %d (DSCP 0..63 to a queue 0..%d)", f, k, v, nq-1)
+			}
+		}
+		for k, v := range p.PCPMap {
+			if k < 0 || k > 7 || v < 0 || v >= nq {
+				return fmt.Errorf("%s.pcp_map: %d: %d (PCP 0..7 to a queue 0..%d)", f, k, v, nq-1)
+			}
+		}
+		if p.RxQueues < 0 || p.RxQueues > 64 {
+			return fmt.Errorf("%s.rx_queues: %d out of range (0 = all rx queues, up to 64)", f, p.RxQueues)
 		}
 	}
 	return nil
+}
+
+// Schedulers are the scheduler names the config accepts.
+var Schedulers = []string{"fifo", "prio", "drr", "sfq", "rsp", "pfabric"}
+
+func knownScheduler(s string) bool {
+	for _, k := range Schedulers {
+		if k == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Check runs the checks that need the host: lookup returns an error when an

@@ -28,6 +28,7 @@ import (
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/dataplane/metrics"
+	"github.com/gswitch/gswitch/sched"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -97,7 +98,7 @@ func run(cfg *config.Config) error {
 	bind := afxdp.BindFlags{Copy: cfg.BindMode == "copy", ZeroCopy: cfg.BindMode == "zerocopy"}
 	dcfg := dataplane.Config{
 		Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
-		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur,
+		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue,
 	}
 	var links [][]dataplane.Link
 	var info []metrics.PortInfo
@@ -107,11 +108,11 @@ func run(cfg *config.Config) error {
 			return fmt.Errorf("ports[%d].interface: %s: %w", i, pc.Interface, err)
 		}
 		nq := rxQueues(pc.Interface)
-		if pc.Queues > 0 {
-			if pc.Queues > nq {
-				return fmt.Errorf("ports[%d].queues: %d, but %s has %d rx queues", i, pc.Queues, pc.Interface, nq)
+		if pc.RxQueues > 0 {
+			if pc.RxQueues > nq {
+				return fmt.Errorf("ports[%d].rx_queues: %d, but %s has %d rx queues", i, pc.RxQueues, pc.Interface, nq)
 			}
-			nq = pc.Queues
+			nq = pc.RxQueues
 		}
 		prog, err := bpf.Load()
 		if err != nil {
@@ -141,6 +142,7 @@ func run(cfg *config.Config) error {
 		info = append(info, metrics.PortInfo{Interface: pc.Interface, XDPMode: prog.Mode.String(), ZeroCopy: zc})
 		dcfg.Ports = append(dcfg.Ports, dataplane.PortConfig{
 			Name: pc.Name, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes, Scheduler: pc.Scheduler,
+			Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
 		})
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)
@@ -179,6 +181,30 @@ func run(cfg *config.Config) error {
 	f := sw.Frames()
 	log.Printf("stopped; frames: %d free, %d on fill rings, %d queued, %d in flight, of %d", f.Free, f.Fill, f.Queued, f.Tx+f.Handoff+f.Returning, f.Total)
 	return nil
+}
+
+// classifier builds the port's DSCP or PCP map: the default class-selector
+// mapping with the config's overrides.
+func classifier(pc config.Port) sched.Classifier {
+	n := pc.Queues
+	if n == 0 {
+		n = sched.DefaultQueues
+	}
+	c := sched.DefaultClassifier(n)
+	if pc.Classify == "pcp" {
+		c.By = "pcp"
+		for p := 0; p < 8; p++ {
+			c.Map[p] = uint8(min(7-p, n-1))
+		}
+		for k, v := range pc.PCPMap {
+			c.Map[k] = uint8(v)
+		}
+		return c
+	}
+	for k, v := range pc.DSCPMap {
+		c.Map[k] = uint8(v)
+	}
+	return c
 }
 
 // rxQueues counts the interface's rx queues in sysfs (1 if it cannot tell).

@@ -323,6 +323,17 @@ func (h *Host) StartIperfServer(t *testing.T, port int) {
 	time.Sleep(200 * time.Millisecond)
 }
 
+// iperfNoFatal runs iperf3 -c from h to dst; errors come back in Error (safe off the test goroutine).
+func (h *Host) iperfNoFatal(dst *Host, port int, secs int, args ...string) iperfResult {
+	a := append([]string{fmt.Sprint(secs + 20), "ip", "netns", "exec", h.NS, "iperf3", "-c", dst.IP, "-p", fmt.Sprint(port), "-t", fmt.Sprint(secs), "-J"}, args...)
+	out, err := exec.Command("timeout", a...).CombinedOutput()
+	var r iperfResult
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		r.Error = fmt.Sprintf("%v %v: %s", err, jerr, out)
+	}
+	return r
+}
+
 // Iperf runs iperf3 -c from h to dst.
 func (h *Host) Iperf(t *testing.T, dst *Host, port int, secs int, args ...string) iperfResult {
 	t.Helper()

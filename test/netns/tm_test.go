@@ -1,0 +1,103 @@
+package netns
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// concurrentIperf runs one iperf3 TCP client per sender to dst (one server
+// port each) for secs seconds, and returns each one's goodput in bit/s.
+func concurrentIperf(t *testing.T, senders []*Host, dst *Host, secs int, tos []int, during func()) []float64 {
+	t.Helper()
+	for i := range senders {
+		dst.StartIperfServer(t, 5300+i)
+	}
+	res := make([]iperfResult, len(senders))
+	var wg sync.WaitGroup
+	for i, h := range senders {
+		wg.Add(1)
+		go func(i int, h *Host) {
+			defer wg.Done()
+			res[i] = h.iperfNoFatal(dst, 5300+i, secs, "-S", fmt.Sprint(tos[i]))
+		}(i, h)
+	}
+	if during != nil {
+		time.Sleep(time.Duration(secs) * time.Second / 2)
+		during()
+	}
+	wg.Wait()
+	g := make([]float64, len(senders))
+	for i, r := range res {
+		if r.Error != "" {
+			t.Fatalf("iperf3 from %s: %s", senders[i].NS, r.Error)
+		}
+		g[i] = r.End.SumReceived.BitsPerSecond
+	}
+	return g
+}
+
+func jain(x []float64) float64 {
+	var s, s2 float64
+	for _, v := range x {
+		s += v
+		s2 += v * v
+	}
+	return s * s / (float64(len(x)) * s2)
+}
+
+// TestDRRFairShareOfAShapedPort: three TCP flows from three hosts into one
+// port shaped to 200 Mbit/s, each flow in its own DRR queue (by DSCP).
+func TestDRRFairShareOfAShapedPort(t *testing.T) {
+	tp := NewTopo(t, 4)
+	sw := tp.StartSwitch("", PortOpts{3: "rate: 200Mbit\nscheduler: drr\nqueues: 8"})
+	hs := tp.Hosts
+	for _, h := range hs[:3] { // let the switch learn every host
+		h.Exec(t, 5*time.Second, "ping", "-c", "1", "-W", "1", hs[3].IP)
+	}
+	var mid map[string]float64
+	g := concurrentIperf(t, hs[:3], hs[3], 10, []int{8 << 2, 16 << 2, 24 << 2}, func() { mid = sw.Scrape() })
+	j := jain(g)
+	t.Logf("DRR, 200 Mbit/s port: goodputs %.1f %.1f %.1f Mbit/s, Jain %.4f", g[0]/1e6, g[1]/1e6, g[2]/1e6, j)
+	if j < 0.95 {
+		t.Errorf("Jain index %.4f < 0.95", j)
+	}
+	if sum := (g[0] + g[1] + g[2]) / 1e6; sum < 170 || sum > 200 {
+		t.Errorf("total %.1f Mbit/s through a 200 Mbit/s port", sum)
+	}
+	busy := 0
+	for k, v := range mid {
+		if strings.HasPrefix(k, `gswitch_queue_depth_bytes{port="p4"`) && v > 0 {
+			busy++
+		}
+	}
+	if busy < 2 {
+		t.Errorf("mid-run, %d queues of p4 had a depth on the metrics endpoint", busy)
+	}
+	sw.CheckFramesBack()
+}
+
+// TestStrictPriority: an EF-marked flow (DSCP 46) and a best-effort flow
+// share a 200 Mbit/s port with strict priority; the EF flow gets the port.
+func TestStrictPriority(t *testing.T) {
+	tp := NewTopo(t, 3)
+	sw := tp.StartSwitch("", PortOpts{2: "rate: 200Mbit\nscheduler: prio\nqueues: 8"})
+	hs := tp.Hosts
+	for _, h := range hs[:2] {
+		h.Exec(t, 5*time.Second, "ping", "-c", "1", "-W", "1", hs[2].IP)
+	}
+	g := concurrentIperf(t, hs[:2], hs[2], 8, []int{46 << 2, 0}, nil)
+	// 200 Mbit/s on the wire carries 1448/1538 of it as TCP payload.
+	line := 200e6 * 1448 / 1538
+	t.Logf("strict priority: EF %.1f Mbit/s, best effort %.1f Mbit/s (payload line rate %.1f)", g[0]/1e6, g[1]/1e6, line/1e6)
+	if g[0] < 0.9*line {
+		t.Errorf("the EF flow got %.1f Mbit/s, under 90%% of the port", g[0]/1e6)
+	}
+	m := sw.Scrape()
+	if m[`gswitch_port_tx_packets_total{port="p3"}`] == 0 {
+		t.Fatal("nothing left p3")
+	}
+	sw.CheckFramesBack()
+}
