@@ -6,7 +6,10 @@
 #   h1 (10.201.0.1) --- p1 \
 #   h2 (10.201.0.2) --- p2 -- gswitchd     p3 egress shaped to 200 Mbit/s
 #   h3 (10.201.0.3) --- p3 /
+#
+# SCHED=fifo scripts/demo.sh runs p3 with a FIFO instead of DRR, to compare.
 set -euo pipefail
+SCHED=${SCHED:-drr}
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "demo.sh: run as root (namespaces, veths, XDP)" >&2; exit 1; }
@@ -52,7 +55,7 @@ cat >"$WORK/gswitchd.yaml" <<YAML
 ports:
   - {name: p1, interface: ${ID}p1}
   - {name: p2, interface: ${ID}p2}
-  - {name: p3, interface: ${ID}p3, rate: 200Mbit, buffer: 512KiB}
+  - {name: p3, interface: ${ID}p3, rate: 200Mbit, buffer: 512KiB, scheduler: $SCHED, queues: 8}
 metrics: $METRICS
 YAML
 echo "== starting gswitchd"
@@ -73,22 +76,22 @@ sleep 0.3
 echo "== iperf3 TCP h1 -> h2, 5 s, unshaped ports"
 echo "   $(hx 1 timeout 30 iperf3 -c 10.201.0.2 -t 5 -J | gbit)"
 
-echo "== iperf3 TCP h1 -> h3 and h2 -> h3 at once, 8 s, p3 shaped to 200 Mbit/s"
+echo "== iperf3 TCP h1 -> h3 (DSCP 8) and h2 -> h3 (DSCP 16) at once, 8 s, p3 shaped to 200 Mbit/s, scheduler $SCHED"
 hx 3 iperf3 -s -D -B 10.201.0.3 -p 5202
 sleep 0.2
-hx 1 timeout 30 iperf3 -c 10.201.0.3 -t 8 -J >"$WORK/a.json" &
+hx 1 timeout 30 iperf3 -c 10.201.0.3 -t 8 -J -S 32 >"$WORK/a.json" &
 A=$!
-hx 2 timeout 30 iperf3 -c 10.201.0.3 -p 5202 -t 8 -J >"$WORK/b.json" &
+hx 2 timeout 30 iperf3 -c 10.201.0.3 -p 5202 -t 8 -J -S 64 >"$WORK/b.json" &
 B=$!
 sleep 4
-echo "   queue of p3 in the middle of the run:"
-curl -s "http://$METRICS/metrics" | grep -E '^gswitch_queue_depth_(bytes|packets)\{port="p3"' | sed 's/^/     /'
+echo "   queues of p3 in the middle of the run (non-empty ones):"
+curl -s "http://$METRICS/metrics" | grep -E '^gswitch_queue_depth_(bytes|packets)\{port="p3"' | grep -v ' 0$' | sed 's/^/     /'
 wait $A $B
 echo "   h1 -> h3: $(mbit <"$WORK/a.json")"
 echo "   h2 -> h3: $(mbit <"$WORK/b.json")"
 
 echo "== metrics (http://$METRICS/metrics)"
-curl -s "http://$METRICS/metrics" | grep -E '^gswitch_(port_(rx|tx)_packets_total|port_flooded_total|drops_total\{.*(queue_full|malformed)|umem_frames|mac_table_entries)' | sed 's/^/   /'
+curl -s "http://$METRICS/metrics" | grep -E '^gswitch_(port_(rx|tx)_packets_total|port_flooded_total|drops_total|umem_frames|mac_table_entries|buffer_)' | grep -v 'drops_total.* 0$' | sed 's/^/   /'
 echo "== stopping gswitchd (SIGTERM detaches the XDP programs)"
 kill -TERM $PID
 wait $PID || true
