@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"github.com/gswitch/gswitch/internal/fairness"
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
@@ -57,22 +58,13 @@ func TestDRRSharesAShapedPort(t *testing.T) {
 				got[f] += float64(len(fr))
 			}
 		}
-		if j := jainIndex(got[:]); j < 0.99 {
+		if j := fairness.Jain(got[:]); j < 0.99 {
 			t.Errorf("workers %d: DRR byte shares %v, Jain %.3f", workers, got, j)
 		}
 		if c := s.Counters(3); c.Drops[DropPortLimit]+c.Drops[DropQueueLimit] == 0 {
 			t.Errorf("no queue drops while offering 3x the port rate: %+v", c.Drops)
 		}
 	}
-}
-
-func jainIndex(x []float64) float64 {
-	var s, s2 float64
-	for _, v := range x {
-		s += v
-		s2 += v * v
-	}
-	return s * s / (float64(len(x)) * s2)
 }
 
 func TestPausedQueueHoldsAndControlGoesFirst(t *testing.T) {

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"github.com/gswitch/gswitch/internal/fairness"
 	"math/rand"
 	"testing"
 
@@ -18,15 +19,6 @@ func mk(t testing.TB, name string, p Params) Scheduler {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func jain(x []float64) float64 {
-	var s, s2 float64
-	for _, v := range x {
-		s += v
-		s2 += v * v
-	}
-	return s * s / (float64(len(x)) * s2)
 }
 
 // TestDRRFairAcrossPacketSizes keeps four queues with packets of 64, 500,
@@ -61,7 +53,7 @@ func TestDRRFairAcrossPacketSizes(t *testing.T) {
 			}
 			sent[p.Queue] += float64(p.Len)
 		}
-		if j := jain(sent); j < 0.99 {
+		if j := fairness.Jain(sent); j < 0.99 {
 			t.Errorf("%s: Jain index %.4f over bytes %v", name, j, sent)
 		}
 	}

@@ -2,6 +2,7 @@ package netns
 
 import (
 	"fmt"
+	"github.com/gswitch/gswitch/internal/fairness"
 	"strings"
 	"sync"
 	"testing"
@@ -39,15 +40,6 @@ func concurrentIperf(t *testing.T, senders []*Host, dst *Host, secs int, tos []i
 	return g
 }
 
-func jain(x []float64) float64 {
-	var s, s2 float64
-	for _, v := range x {
-		s += v
-		s2 += v * v
-	}
-	return s * s / (float64(len(x)) * s2)
-}
-
 // TestDRRFairShareOfAShapedPort: three TCP flows from three hosts into one
 // port shaped to 200 Mbit/s, each flow in its own DRR queue (by DSCP).
 func TestDRRFairShareOfAShapedPort(t *testing.T) {
@@ -59,7 +51,7 @@ func TestDRRFairShareOfAShapedPort(t *testing.T) {
 	}
 	var mid map[string]float64
 	g := concurrentIperf(t, hs[:3], hs[3], 10, []int{8 << 2, 16 << 2, 24 << 2}, func() { mid = sw.Scrape() })
-	j := jain(g)
+	j := fairness.Jain(g)
 	t.Logf("DRR, 200 Mbit/s port: goodputs %.1f %.1f %.1f Mbit/s, Jain %.4f", g[0]/1e6, g[1]/1e6, g[2]/1e6, j)
 	if j < 0.95 {
 		t.Errorf("Jain index %.4f < 0.95", j)
