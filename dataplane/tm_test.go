@@ -1,10 +1,10 @@
 package dataplane
 
 import (
-	"github.com/gswitch/gswitch/internal/fairness"
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
+	"github.com/gswitch/gswitch/internal/fairness"
 	"github.com/gswitch/gswitch/sched"
 )
 

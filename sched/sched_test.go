@@ -1,11 +1,11 @@
 package sched
 
 import (
-	"github.com/gswitch/gswitch/internal/fairness"
 	"math/rand"
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/internal/fairness"
 	"github.com/gswitch/gswitch/queues"
 )
 

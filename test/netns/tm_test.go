@@ -2,11 +2,12 @@ package netns
 
 import (
 	"fmt"
-	"github.com/gswitch/gswitch/internal/fairness"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gswitch/gswitch/internal/fairness"
 )
 
 // concurrentIperf runs one iperf3 TCP client per sender to dst (one server
