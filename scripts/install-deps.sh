@@ -9,6 +9,7 @@ command -v ethtool >/dev/null || need+=(ethtool)
 command -v iperf3 >/dev/null || need+=(iperf3)
 command -v ping >/dev/null || need+=(iputils-ping)
 command -v curl >/dev/null || need+=(curl)
+command -v python3 >/dev/null || need+=(python3)
 command -v timeout >/dev/null || need+=(coreutils)
 if ((${#need[@]})); then
 	echo "install-deps: apt-get install ${need[*]}"
