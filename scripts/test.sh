@@ -12,6 +12,7 @@ go vet ./...
 go test -count=1 -race ./dataplane/... ./queues/... ./sched/... ./config/...
 go test -count=1 -run '^$' -fuzz FuzzParse -fuzztime 10s ./dataplane/pkt
 go test -count=1 -run '^$' -fuzz FuzzSchedulersAgainstReference -fuzztime 10s ./sched
+go test -count=1 -run '^$' -fuzz FuzzHeader -fuzztime 5s ./perf/proto
 go test -count=1 $(go list ./... | grep -v /test/netns)
 # The namespace tests print what they measured (-v); they run one at a time.
 go test -count=1 -v ./test/netns/
