@@ -1,0 +1,334 @@
+// Package transport is gsperf's message transport over datagrams: a sender
+// and a receiver per flow, driven by the caller with the time and the
+// packets that arrive, so the same code runs over UDP sockets (cmd/gsperf)
+// and over an in-memory lossy link (the tests, on a fake clock).
+//
+// # Modes
+//
+//   - Plain: a window-based sender with slow start, additive increase,
+//     fast retransmit on three duplicate acks, and retransmission on timeout.
+//   - PFabric: the host side of pFabric (Alizadeh et al., section 4.2). Each
+//     segment carries the flow's remaining size as its priority; the flow
+//     starts with a window of one bandwidth-delay product; acks are
+//     selective (each ack names the segment it acknowledges) and increase
+//     the window additively; there is no fast retransmit: losses are found
+//     only by a small fixed timeout, after which the window restarts at one
+//     segment (ssthresh = half the window); after MaxTimeouts consecutive
+//     timeouts the flow enters probe mode, sending a one-byte probe every
+//     timeout until one is acknowledged, then slow start again.
+//
+// # Extending the sender
+//
+// Whether the sender may transmit at all is asked of its Gate before every
+// segment. The default gate always says yes; SFC's Back-to-Sender pause,
+// ExpressPass credits and BFC's per-queue pause are gates, set with
+// Sender.Gate, without touching the window logic.
+//
+// A Sender or Receiver is used by one goroutine.
+package transport
+
+import (
+	"fmt"
+
+	"github.com/gswitch/gswitch/perf/proto"
+)
+
+// Mode selects the sender's congestion control.
+type Mode int
+
+const (
+	Plain Mode = iota
+	PFabric
+)
+
+func (m Mode) String() string { return [...]string{"plain", "pfabric"}[m] }
+
+// ParseMode reads "plain" or "pfabric".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "plain", "":
+		return Plain, nil
+	case "pfabric":
+		return PFabric, nil
+	}
+	return Plain, fmt.Errorf("mode %q (use plain or pfabric)", s)
+}
+
+// Config configures a sender.
+type Config struct {
+	Mode        Mode
+	MSS         int   // payload bytes per segment (default 1400)
+	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP)
+	RTO         int64 // retransmission timeout in ns (default 10 ms; pFabric: 3 x base RTT)
+	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
+	MaxWindow   int   // cap on the window in bytes (default 4 MB)
+}
+
+func (c *Config) defaults() {
+	if c.MSS <= 0 {
+		c.MSS = 1400
+	}
+	if c.InitWindow <= 0 {
+		c.InitWindow = 10 * c.MSS
+	}
+	if c.RTO <= 0 {
+		c.RTO = 10e6
+	}
+	if c.MaxTimeouts <= 0 {
+		c.MaxTimeouts = 5
+	}
+	if c.MaxWindow <= 0 {
+		c.MaxWindow = 4 << 20
+	}
+}
+
+// Gate decides whether the sender may send a segment now.
+type Gate interface {
+	// Allow reports whether a segment of n payload bytes may leave at now;
+	// when not, Wake is the earliest time worth asking again (0: on the next packet).
+	Allow(now int64, n int) (ok bool, wake int64)
+}
+
+type openGate struct{}
+
+func (openGate) Allow(int64, int) (bool, int64) { return true, 0 }
+
+// Fill writes the payload bytes of flow at offset into b: a pattern the
+// receiver checks, so a corrupted or misplaced byte is caught.
+func Fill(b []byte, flow, offset uint64) {
+	for i := range b {
+		o := offset + uint64(i)
+		b[i] = byte(o*7 + o>>8 + flow*13)
+	}
+}
+
+// Segment states in the sender's scoreboard.
+const (
+	segUnsent = iota
+	segInFlight
+	segAcked
+)
+
+// Sender sends one flow.
+type Sender struct {
+	cfg      Config
+	flow     uint64
+	size     uint64
+	gate     Gate
+	segs     []uint8 // scoreboard, one entry per MSS
+	una      uint64  // first byte not acknowledged in order
+	nxt      uint64  // next new byte to send
+	cwnd     float64 // bytes
+	ssthresh float64
+	inflight int64 // bytes in flight (sent, neither acked nor timed out)
+	dupAcks  int
+	timer    int64 // when the oldest unacked segment times out (0: no timer)
+	timeouts int   // consecutive
+	probing  bool
+	lastAck  uint64
+	buf      []byte
+
+	// Stats
+	Sent, Retransmits, Timeouts, Probes uint64
+	Start, End                          int64
+}
+
+// NewSender starts a flow of size bytes at now.
+func NewSender(cfg Config, flow, size uint64, now int64) *Sender {
+	cfg.defaults()
+	nseg := (size + uint64(cfg.MSS) - 1) / uint64(cfg.MSS)
+	if size == 0 {
+		nseg = 1
+	}
+	return &Sender{cfg: cfg, flow: flow, size: size, gate: openGate{}, segs: make([]uint8, nseg),
+		cwnd: float64(cfg.InitWindow), ssthresh: float64(cfg.MaxWindow), Start: now,
+		buf: make([]byte, proto.HeaderLen+cfg.MSS)}
+}
+
+// Gate sets the gate asked before each segment (nil: always open).
+func (s *Sender) Gate(g Gate) {
+	if g == nil {
+		g = openGate{}
+	}
+	s.gate = g
+}
+
+// Done reports whether every byte is acknowledged.
+func (s *Sender) Done() bool { return s.End != 0 }
+
+// Window is the current congestion window in bytes.
+func (s *Sender) Window() int { return int(s.cwnd) }
+
+func (s *Sender) segLen(i int) int {
+	off := uint64(i) * uint64(s.cfg.MSS)
+	return int(min(uint64(s.cfg.MSS), s.size-off))
+}
+
+// Poll sends what the window, the gate and the timer allow at now, calling
+// out with each datagram (out must not keep the slice), and returns the next
+// time Poll has something to do (0: only when an ack arrives).
+func (s *Sender) Poll(now int64, out func([]byte)) int64 {
+	if s.Done() {
+		return 0
+	}
+	if s.timer != 0 && now >= s.timer {
+		s.onTimeout(now, out)
+	}
+	if s.probing {
+		return s.timer
+	}
+	for i := int(s.una / uint64(s.cfg.MSS)); i < len(s.segs); i++ {
+		if s.segs[i] != segUnsent {
+			continue
+		}
+		n := s.segLen(i)
+		if s.inflight+int64(n) > int64(s.cwnd) && s.inflight > 0 {
+			break
+		}
+		if ok, wake := s.gate.Allow(now, n); !ok {
+			if wake != 0 && (s.timer == 0 || wake < s.timer) {
+				return wake
+			}
+			break
+		}
+		s.send(i, now, out)
+	}
+	return s.timer
+}
+
+func (s *Sender) send(i int, now int64, out func([]byte)) {
+	off := uint64(i) * uint64(s.cfg.MSS)
+	n := s.segLen(i)
+	h := proto.Header{Type: proto.TypeData, Flow: s.flow, Seq: off, Size: s.size, Timestamp: uint64(now)}
+	if s.cfg.Mode == PFabric {
+		h.Priority = proto.Rank(s.size, off)
+	}
+	if off+uint64(n) >= s.size {
+		h.Flags |= proto.FlagFIN
+	}
+	if off+uint64(n) <= s.nxt {
+		h.Flags |= proto.FlagRetx
+		s.Retransmits++
+	}
+	h.Encode(s.buf)
+	Fill(s.buf[proto.HeaderLen:proto.HeaderLen+n], s.flow, off)
+	out(s.buf[:proto.HeaderLen+n])
+	s.Sent++
+	s.segs[i] = segInFlight
+	s.inflight += int64(n)
+	s.nxt = max(s.nxt, off+uint64(n))
+	if s.timer == 0 {
+		s.timer = now + s.cfg.RTO
+	}
+}
+
+func (s *Sender) onTimeout(now int64, out func([]byte)) {
+	s.Timeouts++
+	s.timeouts++
+	s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+	s.cwnd = float64(s.cfg.MSS)
+	s.dupAcks = 0
+	// Everything in flight is presumed lost: resend it as the window allows.
+	for i := int(s.una / uint64(s.cfg.MSS)); i < len(s.segs); i++ {
+		if s.segs[i] == segInFlight {
+			s.segs[i] = segUnsent
+		}
+	}
+	s.inflight = 0
+	s.timer = 0
+	if s.cfg.Mode == PFabric && s.timeouts >= s.cfg.MaxTimeouts {
+		s.probing = true
+		s.sendProbe(now, out)
+		s.timer = now + s.cfg.RTO
+		return
+	}
+}
+
+func (s *Sender) sendProbe(now int64, out func([]byte)) {
+	h := proto.Header{Type: proto.TypeProbe, Flow: s.flow, Seq: s.una, Size: s.size, Timestamp: uint64(now),
+		Priority: proto.Rank(s.size, s.una)}
+	h.Encode(s.buf)
+	s.buf[proto.HeaderLen] = 0 // one byte of payload
+	out(s.buf[:proto.HeaderLen+1])
+	s.Probes++
+}
+
+// OnAck processes an ack or probe ack that arrived at now.
+func (s *Sender) OnAck(h proto.Header, now int64) {
+	if s.Done() || h.Flow != s.flow {
+		return
+	}
+	if h.Type == proto.TypeProbeAck {
+		if s.probing {
+			s.probing, s.timeouts, s.timer = false, 0, 0
+		}
+		s.advance(h.Ack, now)
+		return
+	}
+	if h.Type != proto.TypeAck {
+		return
+	}
+	// Selective part: the segment this ack names.
+	newly := 0
+	if i := int(h.Seq / uint64(s.cfg.MSS)); h.Seq%uint64(s.cfg.MSS) == 0 && i < len(s.segs) && s.segs[i] != segAcked {
+		if s.segs[i] == segInFlight {
+			s.inflight -= int64(s.segLen(i))
+		}
+		s.segs[i] = segAcked
+		newly = s.segLen(i)
+	}
+	s.probing = false
+	oldUna := s.una
+	s.advance(h.Ack, now)
+	if s.una > oldUna || newly > 0 {
+		s.timeouts = 0
+		// Slow start below ssthresh, additive increase above it.
+		if s.cwnd < s.ssthresh {
+			s.cwnd += float64(newly)
+		} else {
+			s.cwnd += float64(s.cfg.MSS) * float64(newly) / s.cwnd
+		}
+		s.cwnd = min(s.cwnd, float64(s.cfg.MaxWindow))
+	}
+	if s.una > oldUna {
+		s.dupAcks = 0
+		s.timer = 0
+		if s.inflight > 0 {
+			s.timer = now + s.cfg.RTO
+		}
+	} else if s.cfg.Mode == Plain && h.Ack == s.lastAck && s.una < s.nxt {
+		s.dupAcks++
+		if s.dupAcks == 3 { // fast retransmit of the first hole
+			i := int(s.una / uint64(s.cfg.MSS))
+			if s.segs[i] == segInFlight {
+				s.inflight -= int64(s.segLen(i))
+				s.segs[i] = segUnsent
+			}
+			s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+			s.cwnd = s.ssthresh
+		}
+	}
+	s.lastAck = h.Ack
+}
+
+// advance marks everything below ack as acknowledged.
+func (s *Sender) advance(ack uint64, now int64) {
+	if ack <= s.una {
+		return
+	}
+	mss := uint64(s.cfg.MSS)
+	for i := int(s.una / mss); i < len(s.segs); i++ {
+		if min(uint64(i+1)*mss, s.size) > ack {
+			break
+		}
+		if s.segs[i] == segInFlight {
+			s.inflight -= int64(s.segLen(i))
+		}
+		s.segs[i] = segAcked
+	}
+	s.una = min(ack, s.size)
+	if s.una >= s.size {
+		s.End = now
+		s.timer = 0
+	}
+}
