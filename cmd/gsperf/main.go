@@ -1,0 +1,193 @@
+// Command gsperf drives datacenter workloads through a switch and reports
+// what the congestion-control papers report: per-flow completion times and
+// slowdown per flow-size bucket.
+//
+//	gsperf server -bind 10.0.0.2:5500
+//	gsperf client -to 10.0.0.2:5500,10.0.0.3:5500 -workload WebSearch_distribution \
+//	       -flows 500 -load 0.5 -rate 200Mbit -mode plain -out h1.json
+//	gsperf merge -out all.json h1.json h2.json ...
+//	gsperf plot -out slowdown.png fifo.json drr.json pfabric.json
+//	gsperf workloads
+//
+// Flows run over UDP with gsperf's own transport (perf/transport): plain
+// (window-based with loss recovery) or pfabric (the host side of pFabric:
+// remaining size as priority, BDP initial window, fixed small timeout,
+// probe mode).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/transport"
+	"github.com/gswitch/gswitch/perf/udp"
+	"github.com/gswitch/gswitch/perf/workload"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "server":
+		err = server(os.Args[2:])
+	case "client":
+		err = client(os.Args[2:])
+	case "merge":
+		err = merge(os.Args[2:])
+	case "plot":
+		err = plotCmd(os.Args[2:])
+	case "workloads":
+		for _, n := range workload.Builtin() {
+			c, _ := workload.Open(n)
+			fmt.Printf("%-26s mean %10.0f B\n", n, c.Mean())
+		}
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gsperf:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: gsperf server|client|merge|plot|workloads [flags] (gsperf CMD -h for flags)")
+	os.Exit(2)
+}
+
+func server(args []string) error {
+	fs := flag.NewFlagSet("server", flag.ExitOnError)
+	bind := fs.String("bind", ":5500", "UDP address to listen on")
+	fs.Parse(args)
+	a, err := net.ResolveUDPAddr("udp", *bind)
+	if err != nil {
+		return err
+	}
+	conn, err := net.ListenUDP("udp", a)
+	if err != nil {
+		return err
+	}
+	conn.SetReadBuffer(8 << 20)
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() { <-sig; close(stop) }()
+	fmt.Fprintf(os.Stderr, "gsperf: serving on %s\n", conn.LocalAddr())
+	var st udp.ServerStats
+	err = udp.Serve(conn, stop, &st)
+	fmt.Printf("gsperf server: %d flows, %d complete, %d bytes, %d corrupt segments\n", st.Flows, st.Complete, st.Bytes, st.Corrupt)
+	return err
+}
+
+func client(args []string) error {
+	fs := flag.NewFlagSet("client", flag.ExitOnError)
+	to := fs.String("to", "", "comma-separated server addresses host:port; each flow picks one at random")
+	src := fs.String("src", "", "this sender's name in the records (default: hostname)")
+	wl := fs.String("workload", "WebSearch_distribution", "flow-size distribution: a name from `gsperf workloads` or a CDF file")
+	size := fs.String("size", "", "fixed flow size instead of a workload, e.g. 64KB")
+	flows := fs.Int("flows", 100, "number of flows")
+	load := fs.Float64("load", 0.5, "offered load as a fraction of -rate")
+	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown")
+	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
+	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
+	mode := fs.String("mode", "plain", "transport: plain or pfabric")
+	rtt := fs.Duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
+	rto := fs.Duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
+	idBase := fs.Uint64("id-base", 0, "first flow id (give each sender its own range)")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up on a flow this long after it starts")
+	out := fs.String("out", "", "write the run as JSON here")
+	csvOut := fs.String("csv", "", "write one line per flow as CSV here")
+	fs.Parse(args)
+	dsts := strings.Split(*to, ",")
+	if *to == "" {
+		return fmt.Errorf("-to: name at least one server")
+	}
+	if err := udp.ParseAddrs(dsts); err != nil {
+		return err
+	}
+	rb, err := config.ParseRate(*rate)
+	if err != nil || rb == 0 {
+		return fmt.Errorf("-rate: %v", err)
+	}
+	m, err := transport.ParseMode(*mode)
+	if err != nil {
+		return err
+	}
+	var fixed uint64
+	if *size != "" {
+		if fixed, err = config.ParseSize(*size); err != nil || fixed == 0 {
+			return fmt.Errorf("-size: %q is not a positive size", *size)
+		}
+	}
+	if *src == "" {
+		*src, _ = os.Hostname()
+	}
+	if *rto == 0 && m == transport.PFabric {
+		*rto = 3 * *rtt
+	}
+	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(rb),
+		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout}
+	last := time.Now()
+	p.Progress = func(done, total int) {
+		if time.Since(last) > 2*time.Second || done == total {
+			fmt.Fprintf(os.Stderr, "gsperf %s: %d/%d flows done\n", *src, done, total)
+			last = time.Now()
+		}
+	}
+	recs, err := udp.Run(p)
+	if err != nil {
+		return err
+	}
+	run := &results.Run{Name: *src, Flows: recs, Params: map[string]string{"workload": *wl, "size": *size, "flows": fmt.Sprint(*flows),
+		"load": fmt.Sprint(*load), "rate": *rate, "arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.String()}}
+	return finish(run, *out, *csvOut)
+}
+
+func finish(run *results.Run, out, csvOut string) error {
+	run.Summarize()
+	run.Table(os.Stdout)
+	if out != "" {
+		if err := run.WriteJSON(out); err != nil {
+			return err
+		}
+	}
+	if csvOut != "" {
+		f, err := os.Create(csvOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return run.WriteCSV(f)
+	}
+	return nil
+}
+
+func merge(args []string) error {
+	fs := flag.NewFlagSet("merge", flag.ExitOnError)
+	out := fs.String("out", "", "merged JSON")
+	csvOut := fs.String("csv", "", "merged CSV")
+	name := fs.String("name", "", "name of the merged run")
+	fs.Parse(args)
+	all := &results.Run{Name: *name}
+	for _, p := range fs.Args() {
+		r, err := results.ReadJSON(p)
+		if err != nil {
+			return err
+		}
+		if all.Params == nil {
+			all.Params = r.Params
+		}
+		all.Flows = append(all.Flows, r.Flows...)
+	}
+	return finish(all, *out, *csvOut)
+}

@@ -1,0 +1,227 @@
+// Package udp runs gsperf flows over real UDP sockets: a server that
+// receives any number of flows on one socket, and a client that starts
+// flows from a schedule, each on its own socket (its own 5-tuple, so a
+// switch hashes the flows apart).
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/transport"
+	"github.com/gswitch/gswitch/perf/workload"
+)
+
+// ServerStats count what a server received.
+type ServerStats struct {
+	Flows, Complete, Corrupt, Bytes uint64
+}
+
+// Serve receives flows on conn and acknowledges them until stop is closed.
+// Completed flows are kept for a while so late retransmissions still get acks.
+func Serve(conn *net.UDPConn, stop <-chan struct{}, st *ServerStats) error {
+	type key struct {
+		addr string
+		flow uint64
+	}
+	type entry struct {
+		r    *transport.Receiver
+		done time.Time
+	}
+	flows := map[key]*entry{}
+	buf := make([]byte, 65536)
+	start := time.Now()
+	lastSweep := start
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, addr, err := conn.ReadFromUDP(buf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		now := time.Since(start).Nanoseconds()
+		h, payload, err := proto.Decode(buf[:n])
+		if err != nil || (h.Type != proto.TypeData && h.Type != proto.TypeProbe) {
+			continue // not ours: counted by nobody, harmless
+		}
+		k := key{addr.String(), h.Flow}
+		e := flows[k]
+		if e == nil {
+			e = &entry{r: transport.NewReceiver(h.Flow)}
+			flows[k] = e
+			st.Flows++
+		}
+		corrupt := e.r.Corrupt
+		e.r.OnPacket(h, payload, now, func(b []byte) { conn.WriteToUDP(b, addr) })
+		st.Corrupt += e.r.Corrupt - corrupt
+		if e.r.Complete() && e.done.IsZero() {
+			e.done = time.Now()
+			st.Complete++
+			st.Bytes += e.r.Delivered()
+		}
+		if time.Since(lastSweep) > 5*time.Second {
+			for k, e := range flows {
+				if !e.done.IsZero() && time.Since(e.done) > 30*time.Second {
+					delete(flows, k)
+				}
+			}
+			lastSweep = time.Now()
+		}
+	}
+}
+
+// Plan is a client's schedule of flows.
+type Plan struct {
+	Src        string   // this host's name in the records
+	Dsts       []string // server addresses (host:port); each flow picks one at random
+	Workload   string   // builtin workload name or file; "" with FixedSize
+	FixedSize  uint64   // every flow this size (incast, fixed-size patterns)
+	Flows      int
+	Load       float64 // fraction of RateBits this sender offers
+	RateBits   float64 // bottleneck rate for load and slowdown
+	Arrivals   string  // poisson or lognormal; "burst" starts all flows at once (incast)
+	Seed       int64
+	Mode       transport.Mode
+	BaseRTT    time.Duration
+	InitWindow int // bytes; 0 = 10 segments (plain) or one BDP at RateBits x BaseRTT (pfabric)
+	RTO        time.Duration
+	FlowIDBase uint64
+	Timeout    time.Duration // give up on flows still running this long after the last start
+	Progress   func(done, total int)
+}
+
+// Overhead is what a gsperf segment adds on the wire to its payload:
+// gsperf 64 + UDP 8 + IPv4 20 + Ethernet 14 + preamble, FCS and gap 24.
+const Overhead = proto.HeaderLen + 8 + 20 + 14 + 24
+
+// MSS is the payload of a full segment (a 1514-byte frame).
+const MSS = 1514 - 14 - 20 - 8 - proto.HeaderLen
+
+// Run executes the plan and returns one record per flow.
+func Run(p Plan) ([]results.Flow, error) {
+	if len(p.Dsts) == 0 || p.Flows <= 0 {
+		return nil, errors.New("a plan needs destinations and flows")
+	}
+	rng := rand.New(rand.NewSource(p.Seed))
+	var sizes func() uint64
+	mean := float64(p.FixedSize)
+	if p.FixedSize > 0 {
+		sizes = func() uint64 { return p.FixedSize }
+	} else {
+		c, err := workload.Open(p.Workload)
+		if err != nil {
+			return nil, err
+		}
+		s := workload.NewSampler(c, rand.New(rand.NewSource(p.Seed+1)), p.Flows)
+		sizes = s.Next
+		mean = c.Mean()
+	}
+	var gap func() float64
+	if p.Arrivals == "burst" {
+		gap = func() float64 { return 0 }
+	} else {
+		a, err := workload.ForLoad(p.Arrivals, p.Load, p.RateBits, mean)
+		if err != nil {
+			return nil, err
+		}
+		gap = func() float64 { return a.Next(rng) }
+	}
+	cfg := transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), InitWindow: p.InitWindow}
+	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
+		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
+	}
+	recs := make([]results.Flow, p.Flows)
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	start := time.Now()
+	at := 0.0
+	for i := 0; i < p.Flows; i++ {
+		at += gap()
+		dst := p.Dsts[rng.Intn(len(p.Dsts))]
+		size := sizes()
+		recs[i] = results.Flow{ID: p.FlowIDBase + uint64(i), Src: p.Src, Dst: dst, Size: size, StartNs: int64(at * 1e9)}
+		if d := time.Until(start.Add(time.Duration(at * 1e9))); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func(r *results.Flow) {
+			defer wg.Done()
+			runFlow(cfg, r, p, start)
+			if p.Progress != nil {
+				p.Progress(int(done.Add(1)), p.Flows)
+			}
+		}(&recs[i])
+	}
+	wg.Wait()
+	for i := range recs {
+		r := &recs[i]
+		if r.Complete {
+			r.Slowdown = float64(r.FCTNs) / results.Ideal(r.Size, p.RateBits, p.BaseRTT.Nanoseconds(), MSS, Overhead)
+		}
+	}
+	return recs, nil
+}
+
+func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time) {
+	raddr, err := net.ResolveUDPAddr("udp", r.Dst)
+	if err != nil {
+		return
+	}
+	conn, err := net.DialUDP("udp", nil, raddr)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	conn.SetWriteBuffer(4 << 20)
+	t0 := time.Now()
+	clock := func() int64 { return time.Since(t0).Nanoseconds() + 1 }
+	s := transport.NewSender(cfg, r.ID, r.Size, clock())
+	out := func(b []byte) { conn.Write(b) }
+	buf := make([]byte, 2048)
+	deadline := t0.Add(p.Timeout)
+	for !s.Done() && time.Now().Before(deadline) {
+		next := s.Poll(clock(), out)
+		wait := 50 * time.Millisecond
+		if next != 0 {
+			wait = min(wait, time.Duration(next-clock()))
+		}
+		conn.SetReadDeadline(time.Now().Add(max(wait, 20*time.Microsecond)))
+		n, err := conn.Read(buf)
+		if err != nil {
+			continue
+		}
+		if h, _, err := proto.Decode(buf[:n]); err == nil {
+			s.OnAck(h, clock())
+		}
+	}
+	r.Retransmits, r.Timeouts = s.Retransmits, s.Timeouts
+	if s.Done() {
+		r.Complete = true
+		r.FCTNs = s.End - s.Start
+	}
+}
+
+// ParseAddrs checks host:port addresses.
+func ParseAddrs(list []string) error {
+	for _, a := range list {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("destination %q: %w", a, err)
+		}
+	}
+	return nil
+}
