@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// gswitchdBin is built once by TestMain.
-var gswitchdBin string
+// gswitchdBin and gsperfBin are built once by TestMain.
+var gswitchdBin, gsperfBin string
 
 func TestMain(m *testing.M) {
 	code := func() int {
@@ -33,10 +33,13 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		gswitchdBin = filepath.Join(dir, "gswitchd")
-		out, err := exec.Command("go", "build", "-o", gswitchdBin, "github.com/gswitch/gswitch/cmd/gswitchd").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building gswitchd: %v\n%s", err, out)
-			return 1
+		gsperfBin = filepath.Join(dir, "gsperf")
+		for bin, pkg := range map[string]string{gswitchdBin: "cmd/gswitchd", gsperfBin: "cmd/gsperf"} {
+			out, err := exec.Command("go", "build", "-o", bin, "github.com/gswitch/gswitch/"+pkg).CombinedOutput()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+				return 1
+			}
 		}
 		return m.Run()
 	}()
@@ -120,7 +123,9 @@ func (tp *Topo) destroy() {
 		// Kill whatever we started in the namespace, then the namespace (which deletes the veth).
 		if out, err := exec.Command("ip", "netns", "pids", h.NS).Output(); err == nil {
 			for _, p := range strings.Fields(string(out)) {
-				exec.Command("kill", "-9", p).Run()
+				if p != fmt.Sprint(os.Getpid()) { // a capture socket's thread may have put us there
+					exec.Command("kill", "-9", p).Run()
+				}
 			}
 		}
 		exec.Command("ip", "netns", "del", h.NS).Run()

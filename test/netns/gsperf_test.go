@@ -1,0 +1,263 @@
+package netns
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/perf/results"
+	"golang.org/x/sys/unix"
+)
+
+// gsperfServer starts `gsperf server` in h and returns a function that
+// stops it and returns what it printed.
+func gsperfServer(t *testing.T, h *Host) func() string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command("ip", "netns", "exec", h.NS, gsperfBin, "server", "-bind", h.IP+":5500")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	time.Sleep(200 * time.Millisecond)
+	return func() string {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		return out.String()
+	}
+}
+
+// gsperfClients runs one client per sender (in parallel) to the given destinations and returns the JSON paths.
+func gsperfClients(t *testing.T, senders []*Host, dsts func(i int) []*Host, args ...string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	var wg sync.WaitGroup
+	errs := make([]error, len(senders))
+	outs := make([][]byte, len(senders))
+	for i, h := range senders {
+		var to []string
+		for _, d := range dsts(i) {
+			to = append(to, d.IP+":5500")
+		}
+		p := filepath.Join(dir, fmt.Sprintf("h%d.json", i+1))
+		paths = append(paths, p)
+		a := append([]string{"300", "ip", "netns", "exec", h.NS, gsperfBin, "client", "-src", fmt.Sprintf("h%d", i+1),
+			"-to", strings.Join(to, ","), "-seed", fmt.Sprint(i + 1), "-id-base", fmt.Sprint((i + 1) * 1000000), "-out", p}, args...)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			outs[i], errs[i] = exec.Command("timeout", a...).CombinedOutput()
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("client %d: %v\n%s", i+1, err, outs[i])
+		}
+	}
+	return paths
+}
+
+// TestGsperfAllToAll: 2,000 web-search flows all-to-all among four hosts at
+// 50% load of 200 Mbit/s ports; every flow completes with its bytes.
+func TestGsperfAllToAll(t *testing.T) {
+	tp := NewTopo(t, 4)
+	opts := PortOpts{}
+	for i := 0; i < 4; i++ {
+		opts[i] = "rate: 200Mbit"
+	}
+	tp.StartSwitch("", opts)
+	var stops []func() string
+	for _, h := range tp.Hosts {
+		stops = append(stops, gsperfServer(t, h))
+	}
+	others := func(i int) []*Host {
+		var o []*Host
+		for j, h := range tp.Hosts {
+			if j != i {
+				o = append(o, h)
+			}
+		}
+		return o
+	}
+	start := time.Now()
+	paths := gsperfClients(t, tp.Hosts, others, "-workload", "WebSearch_distribution", "-flows", "500", "-load", "0.5", "-rate", "200Mbit")
+	merged := filepath.Join(t.TempDir(), "all.json")
+	out, err := exec.Command(gsperfBin, append([]string{"merge", "-name", "fifo", "-out", merged, "-csv", merged + ".csv"}, paths...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("merge: %v\n%s", err, out)
+	}
+	t.Logf("2,000 flows in %.0f s; summary:\n%s", time.Since(start).Seconds(), out)
+	r, err := results.ReadJSON(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bytesSent uint64
+	for _, f := range r.Flows {
+		if !f.Complete {
+			t.Errorf("flow %d (%d B %s->%s) did not complete", f.ID, f.Size, f.Src, f.Dst)
+		}
+		bytesSent += f.Size
+	}
+	if len(r.Flows) != 2000 {
+		t.Fatalf("%d flows", len(r.Flows))
+	}
+	var received, corrupt uint64
+	for _, stop := range stops {
+		s := stop()
+		var fl, cm, by, co uint64
+		if _, err := fmt.Sscanf(s[strings.Index(s, "gsperf server:"):], "gsperf server: %d flows, %d complete, %d bytes, %d corrupt segments", &fl, &cm, &by, &co); err != nil {
+			t.Fatalf("server output %q: %v", s, err)
+		}
+		received += by
+		corrupt += co
+	}
+	if received != bytesSent || corrupt != 0 {
+		t.Fatalf("servers received %d bytes (%d corrupt segments); clients sent %d", received, corrupt, bytesSent)
+	}
+	png := filepath.Join(t.TempDir(), "slowdown.png")
+	if out, err := exec.Command(gsperfBin, "plot", "-out", png, merged).CombinedOutput(); err != nil {
+		t.Fatalf("plot: %v\n%s", err, out)
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() < 5000 {
+		t.Fatalf("plot: %v", err)
+	}
+}
+
+// TestGsperfIncast: eight senders each start one 64 KB flow to one receiver at once.
+func TestGsperfIncast(t *testing.T) {
+	tp := NewTopo(t, 9)
+	tp.StartSwitch("", PortOpts{8: "rate: 200Mbit\nbuffer: 256KB"})
+	stop := gsperfServer(t, tp.Hosts[8])
+	paths := gsperfClients(t, tp.Hosts[:8], func(int) []*Host { return tp.Hosts[8:] },
+		"-size", "64KB", "-flows", "1", "-arrivals", "burst", "-rate", "200Mbit")
+	n := 0
+	for _, p := range paths {
+		r, err := results.ReadJSON(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range r.Flows {
+			if !f.Complete || f.Size != 64000 {
+				t.Fatalf("incast flow %+v", f)
+			}
+			n++
+		}
+	}
+	s := stop()
+	t.Logf("8-to-1 incast of 64 KB flows: %d complete; %s", n, strings.TrimSpace(s[strings.Index(s, "gsperf server:"):]))
+	if n != 8 || !strings.Contains(s, "8 complete") {
+		t.Fatalf("server: %s", s)
+	}
+}
+
+// capture opens an AF_PACKET socket on eth0 inside h's namespace (a
+// packet capture without tcpdump) and collects up to max frames until stop.
+func capture(t *testing.T, h *Host) (frames func() [][]byte) {
+	t.Helper()
+	fdc := make(chan int, 1)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // the thread goes back into its namespace never: it exits locked
+		ns, err := os.Open("/var/run/netns/" + h.NS)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			errc <- err
+			return
+		}
+		ifc, err := net.InterfaceByName("eth0")
+		if err == nil {
+			err = unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifc.Index})
+		}
+		if err != nil {
+			errc <- err
+			return
+		}
+		fdc <- fd
+	}()
+	var fd int
+	select {
+	case fd = <-fdc:
+	case err := <-errc:
+		t.Fatalf("capture socket in %s: %v", h.NS, err)
+	}
+	var mu sync.Mutex
+	var got [][]byte
+	go func() {
+		b := make([]byte, 2048)
+		for {
+			n, _, err := unix.Recvfrom(fd, b, 0)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			got = append(got, append([]byte(nil), b[:n]...))
+			mu.Unlock()
+		}
+	}()
+	return func() [][]byte {
+		unix.Shutdown(fd, unix.SHUT_RDWR)
+		unix.Close(fd)
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// TestGsperfPFabricStampsRemainingSize captures the frames of a pfabric-mode
+// flow at the receiver and checks each data segment's priority field.
+func TestGsperfPFabricStampsRemainingSize(t *testing.T) {
+	tp := NewTopo(t, 2)
+	tp.StartSwitch("", nil)
+	stop := gsperfServer(t, tp.Hosts[1])
+	frames := capture(t, tp.Hosts[1])
+	gsperfClients(t, tp.Hosts[:1], func(int) []*Host { return tp.Hosts[1:] }, "-size", "100KB", "-flows", "1", "-arrivals", "burst", "-mode", "pfabric", "-rate", "1Gbit")
+	time.Sleep(200 * time.Millisecond)
+	t.Logf("%s", strings.TrimSpace(stop()))
+	checked := 0
+	for _, frame := range frames() {
+		// Ethernet 14 + IPv4 20 + UDP 8, then the gsperf header; only frames to port 5500.
+		if len(frame) < 42+proto.HeaderLen || binary.BigEndian.Uint16(frame[12:]) != 0x0800 || frame[23] != 17 || binary.BigEndian.Uint16(frame[36:]) != 5500 {
+			continue
+		}
+		h, _, err := proto.Decode(frame[42:])
+		if err != nil {
+			t.Fatalf("bad gsperf header in a captured frame: %v", err)
+		}
+		if h.Type != proto.TypeData {
+			continue
+		}
+		if want := uint32(h.Size - h.Seq); h.Priority != want {
+			t.Fatalf("segment at %d of %d carries priority %d, want %d", h.Seq, h.Size, h.Priority, want)
+		}
+		checked++
+	}
+	t.Logf("checked the priority of %d captured data segments", checked)
+	if checked < 72 { // 100,000 B in 1,408-byte segments: 72 at least
+		t.Fatalf("only %d data segments captured", checked)
+	}
+}
