@@ -104,6 +104,7 @@ func client(args []string) error {
 	rtt := fs.Duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
 	rto := fs.Duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
 	idBase := fs.Uint64("id-base", 0, "first flow id (give each sender its own range)")
+	initWin := fs.String("init-window", "", "initial window, e.g. 64KB (default 10 segments plain, one BDP at -rate x -base-rtt pfabric)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on a flow this long after it starts")
 	out := fs.String("out", "", "write the run as JSON here")
 	csvOut := fs.String("csv", "", "write one line per flow as CSV here")
@@ -132,11 +133,17 @@ func client(args []string) error {
 	if *src == "" {
 		*src, _ = os.Hostname()
 	}
+	var iw uint64
+	if *initWin != "" {
+		if iw, err = config.ParseSize(*initWin); err != nil || iw == 0 {
+			return fmt.Errorf("-init-window: %q is not a positive size", *initWin)
+		}
+	}
 	if *rto == 0 && m == transport.PFabric {
 		*rto = 3 * *rtt
 	}
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(rb),
-		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout}
+		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout, InitWindow: int(iw)}
 	last := time.Now()
 	p.Progress = func(done, total int) {
 		if time.Since(last) > 2*time.Second || done == total {
