@@ -7,6 +7,8 @@
 //	       -flows 500 -load 0.5 -rate 200Mbit -mode plain -out h1.json
 //	gsperf merge -out all.json h1.json h2.json ...
 //	gsperf plot -out slowdown.png fifo.json drr.json pfabric.json
+//	gsperf watch -metrics http://127.0.0.1:9100/metrics -duration 30s -out queues.json
+//	gsperf plot -kind queue -out queues.png queues.json
 //	gsperf workloads
 //
 // Flows run over UDP with gsperf's own transport (perf/transport): plain
@@ -44,6 +46,8 @@ func main() {
 		err = client(os.Args[2:])
 	case "merge":
 		err = merge(os.Args[2:])
+	case "watch":
+		err = watch(os.Args[2:])
 	case "plot":
 		err = plotCmd(os.Args[2:])
 	case "workloads":
@@ -61,7 +65,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: gsperf server|client|merge|plot|workloads [flags] (gsperf CMD -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: gsperf server|client|merge|watch|plot|workloads [flags] (gsperf CMD -h for flags)")
 	os.Exit(2)
 }
 
@@ -108,6 +112,7 @@ func client(args []string) error {
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on a flow this long after it starts")
 	out := fs.String("out", "", "write the run as JSON here")
 	csvOut := fs.String("csv", "", "write one line per flow as CSV here")
+	timeline := fs.Duration("timeline", 0, "record each flow's progress at this step, e.g. 10ms (for plot -kind throughput)")
 	fs.Parse(args)
 	dsts := strings.Split(*to, ",")
 	if *to == "" {
@@ -143,7 +148,7 @@ func client(args []string) error {
 		*rto = 3 * *rtt
 	}
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(rb),
-		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout, InitWindow: int(iw)}
+		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout, InitWindow: int(iw), Timeline: *timeline}
 	last := time.Now()
 	p.Progress = func(done, total int) {
 		if time.Since(last) > 2*time.Second || done == total {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/gswitch/gswitch/perf/results"
@@ -18,10 +21,24 @@ import (
 func plotCmd(args []string) error {
 	fs := flag.NewFlagSet("plot", flag.ExitOnError)
 	out := fs.String("out", "slowdown.png", "PNG to write")
-	title := fs.String("title", "slowdown by flow size", "chart title")
+	kind := fs.String("kind", "slowdown", "slowdown (runs side by side), throughput (flows of one run over time, needs client -timeline) or queue (a watch file)")
+	title := fs.String("title", "", "chart title")
+	maxFlows := fs.Int("flows", 10, "throughput: plot this many flows (the largest)")
 	fs.Parse(args)
 	if fs.NArg() == 0 {
-		return fmt.Errorf("plot: name the run JSON files")
+		return fmt.Errorf("plot: name the JSON files")
+	}
+	switch *kind {
+	case "throughput":
+		return plotThroughput(fs.Arg(0), *out, *title, *maxFlows)
+	case "queue":
+		return plotQueues(fs.Arg(0), *out, *title)
+	case "slowdown":
+	default:
+		return fmt.Errorf("plot -kind %q (use slowdown, throughput or queue)", *kind)
+	}
+	if *title == "" {
+		*title = "slowdown by flow size"
 	}
 	var runs []*results.Run
 	for _, p := range fs.Args() {
@@ -60,4 +77,91 @@ func plotCmd(args []string) error {
 	p.Legend.Top = true
 	p.NominalX(names...)
 	return p.Save(vg.Points(float64(140*len(names))), 4*vg.Inch, *out)
+}
+
+func plotThroughput(path, out, title string, maxFlows int) error {
+	r, err := results.ReadJSON(path)
+	if err != nil {
+		return err
+	}
+	var fl []results.Flow
+	for _, f := range r.Flows {
+		if len(f.Timeline) > 1 && f.TimelineStepNs > 0 {
+			fl = append(fl, f)
+		}
+	}
+	if len(fl) == 0 {
+		return fmt.Errorf("%s: no flow has a timeline (run the client with -timeline 10ms)", path)
+	}
+	sort.Slice(fl, func(i, j int) bool { return fl[i].Size > fl[j].Size })
+	fl = fl[:min(len(fl), maxFlows)]
+	sort.Slice(fl, func(i, j int) bool { return fl[i].StartNs < fl[j].StartNs })
+	p := plot.New()
+	if title == "" {
+		title = "throughput per flow"
+	}
+	p.Title.Text = title
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "Mbit/s"
+	for i, f := range fl {
+		pts := make(plotter.XYs, 0, len(f.Timeline))
+		prev := uint64(0)
+		for k, b := range f.Timeline {
+			pts = append(pts, plotter.XY{X: float64(f.StartNs+int64(k+1)*f.TimelineStepNs) / 1e9, Y: float64(b-prev) * 8 / float64(f.TimelineStepNs) * 1e3})
+			prev = b
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("flow %d (%d KB)", f.ID, f.Size/1000), l)
+	}
+	return p.Save(8*vg.Inch, 4*vg.Inch, out)
+}
+
+func plotQueues(path, out, title string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var s QueueSeries
+	if err := json.Unmarshal(b, &s); err != nil || s.StepNs <= 0 {
+		return fmt.Errorf("%s: not a gsperf watch file (%v)", path, err)
+	}
+	var keys []string
+	for k, v := range s.Bytes {
+		for _, x := range v {
+			if x > 0 {
+				keys = append(keys, k)
+				break
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("%s: every queue stayed empty", path)
+	}
+	sort.Strings(keys)
+	p := plot.New()
+	if title == "" {
+		title = "queue depth"
+	}
+	p.Title.Text = title
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "KB"
+	for i, k := range keys {
+		pts := make(plotter.XYs, len(s.Bytes[k]))
+		for j, v := range s.Bytes[k] {
+			pts[j] = plotter.XY{X: float64(int64(j)*s.StepNs) / 1e9, Y: v / 1000}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		p.Add(l)
+		p.Legend.Add("port/queue "+k, l)
+	}
+	return p.Save(8*vg.Inch, 4*vg.Inch, out)
 }

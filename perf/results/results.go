@@ -26,6 +26,10 @@ type Flow struct {
 	Retransmits uint64  `json:"retransmits"`
 	Timeouts    uint64  `json:"timeouts"`
 	Complete    bool    `json:"complete"`
+	// Timeline holds the bytes acknowledged at each TimelineStepNs since the
+	// flow started (when the client ran with -timeline).
+	Timeline       []uint64 `json:"timeline,omitempty"`
+	TimelineStepNs int64    `json:"timeline_step_ns,omitempty"`
 }
 
 // Ideal is the time size bytes take at rateBits plus the base RTT, in ns.

@@ -156,6 +156,9 @@ func (s *Sender) Gate(g Gate) {
 // Done reports whether every byte is acknowledged.
 func (s *Sender) Done() bool { return s.End != 0 }
 
+// Acked is the number of bytes acknowledged in order.
+func (s *Sender) Acked() uint64 { return s.una }
+
 // Window is the current congestion window in bytes.
 func (s *Sender) Window() int { return int(s.cwnd) }
 

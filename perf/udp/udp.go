@@ -102,6 +102,7 @@ type Plan struct {
 	RTO        time.Duration
 	FlowIDBase uint64
 	Timeout    time.Duration // give up on flows still running this long after the last start
+	Timeline   time.Duration // record each flow's acknowledged bytes at this step (0: off)
 	Progress   func(done, total int)
 }
 
@@ -194,11 +195,21 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time) 
 	out := func(b []byte) { conn.Write(b) }
 	buf := make([]byte, 2048)
 	deadline := t0.Add(p.Timeout)
+	step := p.Timeline.Nanoseconds()
+	if step > 0 {
+		r.TimelineStepNs = step
+	}
 	for !s.Done() && time.Now().Before(deadline) {
 		next := s.Poll(clock(), out)
 		wait := 50 * time.Millisecond
 		if next != 0 {
 			wait = min(wait, time.Duration(next-clock()))
+		}
+		if step > 0 {
+			for now := clock(); int64(len(r.Timeline)+1)*step <= now; {
+				r.Timeline = append(r.Timeline, s.Acked())
+			}
+			wait = min(wait, time.Duration(int64(len(r.Timeline)+1)*step-clock()))
 		}
 		conn.SetReadDeadline(time.Now().Add(max(wait, 20*time.Microsecond)))
 		n, err := conn.Read(buf)
@@ -210,6 +221,9 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time) 
 		}
 	}
 	r.Retransmits, r.Timeouts = s.Retransmits, s.Timeouts
+	if step > 0 {
+		r.Timeline = append(r.Timeline, s.Acked())
+	}
 	if s.Done() {
 		r.Complete = true
 		r.FCTNs = s.End - s.Start

@@ -140,10 +140,33 @@ func TestGsperfAllToAll(t *testing.T) {
 // TestGsperfIncast: eight senders each start one 64 KB flow to one receiver at once.
 func TestGsperfIncast(t *testing.T) {
 	tp := NewTopo(t, 9)
-	tp.StartSwitch("", PortOpts{8: "rate: 200Mbit\nbuffer: 256KB"})
+	sw := tp.StartSwitch("", PortOpts{8: "rate: 200Mbit\nbuffer: 256KB"})
 	stop := gsperfServer(t, tp.Hosts[8])
+	// Watch the receiver's port while the incast runs.
+	dir := t.TempDir()
+	queues := filepath.Join(dir, "queues.json")
+	watch := exec.Command(gsperfBin, "watch", "-metrics", "http://"+sw.Metrics+"/metrics", "-interval", "5ms", "-duration", "3s", "-out", queues)
+	var wout bytes.Buffer
+	watch.Stdout, watch.Stderr = &wout, &wout
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watch.Process.Kill() })
+	time.Sleep(200 * time.Millisecond)
 	paths := gsperfClients(t, tp.Hosts[:8], func(int) []*Host { return tp.Hosts[8:] },
-		"-size", "64KB", "-flows", "1", "-arrivals", "burst", "-rate", "200Mbit")
+		"-size", "64KB", "-flows", "1", "-arrivals", "burst", "-rate", "200Mbit", "-timeline", "1ms")
+	if err := watch.Wait(); err != nil {
+		t.Fatalf("watch: %v\n%s", err, wout.String())
+	}
+	for _, args := range [][]string{{"-kind", "queue", queues}, {"-kind", "throughput", paths[0]}} {
+		png := filepath.Join(dir, args[1]+".png")
+		if out, err := exec.Command(gsperfBin, append([]string{"plot", "-out", png}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("plot %v: %v\n%s", args, err, out)
+		}
+		if st, err := os.Stat(png); err != nil || st.Size() < 5000 {
+			t.Fatalf("plot %v: %v", args, err)
+		}
+	}
 	n := 0
 	for _, p := range paths {
 		r, err := results.ReadJSON(p)

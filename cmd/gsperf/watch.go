@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// QueueSeries is what watch records: the depth of every queue of a
+// gswitchd at each step.
+type QueueSeries struct {
+	Metrics string               `json:"metrics"`
+	StepNs  int64                `json:"step_ns"`
+	Bytes   map[string][]float64 `json:"bytes"` // "port/queue" -> depth per step
+}
+
+// watch scrapes gswitchd's queue depths for plot -kind queue.
+func watch(args []string) error {
+	fs := flag.NewFlagSet("watch", flag.ExitOnError)
+	url := fs.String("metrics", "http://127.0.0.1:9100/metrics", "gswitchd's metrics endpoint")
+	step := fs.Duration("interval", 50*time.Millisecond, "scrape interval")
+	dur := fs.Duration("duration", 30*time.Second, "how long to watch")
+	out := fs.String("out", "queues.json", "JSON to write")
+	fs.Parse(args)
+	s := QueueSeries{Metrics: *url, StepNs: step.Nanoseconds(), Bytes: map[string][]float64{}}
+	client := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(*step)
+	defer tick.Stop()
+	end := time.Now().Add(*dur)
+	for n := 0; time.Now().Before(end); n++ {
+		depth, err := scrapeDepth(client, *url)
+		if err != nil {
+			return err
+		}
+		for k, v := range depth {
+			for len(s.Bytes[k]) < n {
+				s.Bytes[k] = append(s.Bytes[k], 0)
+			}
+			s.Bytes[k] = append(s.Bytes[k], v)
+		}
+		<-tick.C
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gsperf watch: %d queues, %s\n", len(s.Bytes), *out)
+	return os.WriteFile(*out, b, 0o644)
+}
+
+// scrapeDepth reads gswitch_queue_depth_bytes{port="p",queue="q"} v lines.
+func scrapeDepth(c *http.Client, url string) (map[string]float64, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "gswitch_queue_depth_bytes{") {
+			continue
+		}
+		labels, val, ok := strings.Cut(l[len("gswitch_queue_depth_bytes{"):], "} ")
+		if !ok {
+			continue
+		}
+		var port, queue string
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "port":
+				port = v
+			case "queue":
+				queue = v
+			}
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err == nil {
+			m[port+"/"+queue] = f
+		}
+	}
+	return m, sc.Err()
+}
