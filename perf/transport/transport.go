@@ -59,7 +59,7 @@ type Config struct {
 	Mode        Mode
 	MSS         int   // payload bytes per segment (default 1400)
 	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP)
-	RTO         int64 // retransmission timeout in ns (default 10 ms; pFabric: 3 x base RTT)
+	RTO         int64 // plain: initial and minimum retransmission timeout in ns (default 10 ms); pFabric: the fixed timeout (3 x base RTT)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
 	MaxWindow   int   // cap on the window in bytes (default 4 MB)
 }
@@ -126,6 +126,9 @@ type Sender struct {
 	timeouts int   // consecutive
 	probing  bool
 	lastAck  uint64
+	srtt     float64 // ns, from echoed timestamps (plain)
+	rttvar   float64
+	rto      int64 // current timeout, backed off on consecutive timeouts (plain)
 	buf      []byte
 
 	// Stats
@@ -141,7 +144,7 @@ func NewSender(cfg Config, flow, size uint64, now int64) *Sender {
 		nseg = 1
 	}
 	return &Sender{cfg: cfg, flow: flow, size: size, gate: openGate{}, segs: make([]uint8, nseg),
-		cwnd: float64(cfg.InitWindow), ssthresh: float64(cfg.MaxWindow), Start: now,
+		cwnd: float64(cfg.InitWindow), ssthresh: float64(cfg.MaxWindow), Start: now, rto: cfg.RTO,
 		buf: make([]byte, proto.HeaderLen+cfg.MSS)}
 }
 
@@ -221,7 +224,7 @@ func (s *Sender) send(i int, now int64, out func([]byte)) {
 	s.inflight += int64(n)
 	s.nxt = max(s.nxt, off+uint64(n))
 	if s.timer == 0 {
-		s.timer = now + s.cfg.RTO
+		s.timer = now + s.rto
 	}
 }
 
@@ -239,12 +242,34 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	}
 	s.inflight = 0
 	s.timer = 0
+	if s.cfg.Mode == Plain {
+		s.rto = min(2*s.rto, 1e9) // exponential backoff, as TCP does (RFC 6298)
+	}
 	if s.cfg.Mode == PFabric && s.timeouts >= s.cfg.MaxTimeouts {
 		s.probing = true
 		s.sendProbe(now, out)
 		s.timer = now + s.cfg.RTO
 		return
 	}
+}
+
+// sampleRTT updates the plain sender's timeout from an echoed timestamp (RFC 6298).
+func (s *Sender) sampleRTT(sent uint64, now int64) {
+	if s.cfg.Mode != Plain || sent == 0 || int64(sent) > now {
+		return
+	}
+	r := float64(now - int64(sent))
+	if s.srtt == 0 {
+		s.srtt, s.rttvar = r, r/2
+	} else {
+		d := s.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		s.rttvar = 0.75*s.rttvar + 0.25*d
+		s.srtt = 0.875*s.srtt + 0.125*r
+	}
+	s.rto = max(s.cfg.RTO, int64(s.srtt+4*s.rttvar))
 }
 
 func (s *Sender) sendProbe(now int64, out func([]byte)) {
@@ -281,6 +306,9 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 		newly = s.segLen(i)
 	}
 	s.probing = false
+	if newly > 0 {
+		s.sampleRTT(h.Timestamp, now) // the echo of the segment this ack names: no retransmission ambiguity
+	}
 	oldUna := s.una
 	s.advance(h.Ack, now)
 	if s.una > oldUna || newly > 0 {
@@ -297,7 +325,7 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 		s.dupAcks = 0
 		s.timer = 0
 		if s.inflight > 0 {
-			s.timer = now + s.cfg.RTO
+			s.timer = now + s.rto
 		}
 	} else if s.cfg.Mode == Plain && h.Ack == s.lastAck && s.una < s.nxt {
 		s.dupAcks++
