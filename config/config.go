@@ -86,6 +86,16 @@ type Port struct {
 	PCPMap map[int]int `yaml:"pcp_map"`
 	// RxQueues is the number of rx queues to bind (0 or absent = all of the interface's).
 	RxQueues int `yaml:"rx_queues"`
+	// BytesPerRound is AFQ's BpR, e.g. 1514 (default one full frame).
+	BytesPerRound string `yaml:"bytes_per_round"`
+	// Sketch is AFQ's count-min sketch size (default 4 x 16384, the paper's prototype).
+	Sketch struct {
+		Rows int `yaml:"rows"`
+		Cols int `yaml:"cols"`
+	} `yaml:"sketch"`
+	// ECNRounds makes AFQ mark ECN-capable packets this many rounds ahead CE (0 = off).
+	ECNRounds int    `yaml:"ecn_rounds"`
+	BPRBytes  uint64 `yaml:"-"`
 
 	RateBits         uint64 `yaml:"-"`
 	BurstBytes       int64  `yaml:"-"`
@@ -330,6 +340,15 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s.pcp_map: %d: %d (PCP 0..7 to a queue 0..%d)", f, k, v, nq-1)
 			}
 		}
+		if p.BPRBytes, err = ParseSize(p.BytesPerRound); err != nil || p.BPRBytes > 1<<20 || p.BPRBytes != 0 && p.BPRBytes < 64 {
+			return fmt.Errorf("%s.bytes_per_round: %q (a size from 64 B to 1 MiB; default one full frame)", f, p.BytesPerRound)
+		}
+		if p.Sketch.Rows < 0 || p.Sketch.Rows > 8 || p.Sketch.Cols < 0 || p.Sketch.Cols > 1<<22 || p.Sketch.Cols&(p.Sketch.Cols-1) != 0 {
+			return fmt.Errorf("%s.sketch: %d x %d (rows up to 8, columns a power of two up to 4194304)", f, p.Sketch.Rows, p.Sketch.Cols)
+		}
+		if p.ECNRounds < 0 || p.ECNRounds > 64 {
+			return fmt.Errorf("%s.ecn_rounds: %d out of range [0, 64]", f, p.ECNRounds)
+		}
 		if p.RxQueues < 0 || p.RxQueues > 64 {
 			return fmt.Errorf("%s.rx_queues: %d out of range (0 = all rx queues, up to 64)", f, p.RxQueues)
 		}
@@ -338,7 +357,7 @@ func (c *Config) validate() error {
 }
 
 // Schedulers are the scheduler names the config accepts.
-var Schedulers = []string{"fifo", "prio", "drr", "sfq", "rsp", "pfabric"}
+var Schedulers = []string{"fifo", "prio", "drr", "sfq", "rsp", "afq", "pfabric"}
 
 func knownScheduler(s string) bool {
 	for _, k := range Schedulers {

@@ -47,6 +47,15 @@ type PortConfig struct {
 	QueueBytes  uint64 // static per-queue limit (0 = BufferBytes)
 	Quantum     int    // DRR/SFQ quantum (0 = 1514)
 	Classify    sched.Classifier
+	AFQ         AFQConfig
+}
+
+// AFQConfig configures the afq scheduler of a port.
+type AFQConfig struct {
+	BytesPerRound int // BpR (0 = 1514)
+	SketchRows    int // count-min rows (0 = 4)
+	SketchCols    int // count-min columns (0 = 16384)
+	ECNRounds     int // mark CE this many rounds ahead (0 = off)
 }
 
 // Config configures a Switch.
@@ -212,7 +221,9 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			pc.Scheduler = "fifo"
 		}
 		if p.sched, err = sched.New(pc.Scheduler, sched.Params{Queues: pc.Queues, PortBytes: pc.BufferBytes, PortPackets: pc.MaxPackets,
-			QueueBytes: pc.QueueBytes, Alpha: cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify}); err != nil {
+			QueueBytes: pc.QueueBytes, Alpha: cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify,
+			BytesPerRound: pc.AFQ.BytesPerRound, SketchRows: pc.AFQ.SketchRows, SketchCols: pc.AFQ.SketchCols, ECNRounds: pc.AFQ.ECNRounds,
+			Mem: mem}); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 		}
 		if p.ctrl, err = queues.NewFIFO(64<<10, 256); err != nil {

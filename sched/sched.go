@@ -63,6 +63,12 @@ type Params struct {
 	Buffer      *queues.Buffer // the switch's shared buffer (nil = the port's own)
 	Quantum     int            // DRR/SFQ quantum in bytes (default 1514)
 	Classify    Classifier     // how prio and drr pick a queue
+
+	BytesPerRound int    // afq: BpR (default 1514)
+	SketchRows    int    // afq: count-min sketch rows (default 4)
+	SketchCols    int    // afq: columns, a power of two (default 16384, the paper's prototype)
+	ECNRounds     int    // afq: mark CE this many rounds ahead (0 = off)
+	Mem           []byte // the UMEM, for schedulers that read or mark frames
 }
 
 // DefaultQueues is the number of queues per port, as on Tofino2.

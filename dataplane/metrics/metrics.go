@@ -47,7 +47,8 @@ var (
 	dDepthP     = desc("queue_depth_packets", "Packets queued in the port's egress queue.", "port", "queue")
 	dPaused     = desc("queue_paused", "1 while the egress queue is paused.", "port", "queue")
 	dCtrl       = desc("control_queue_depth_packets", "Frames the switch emits waiting in the port's control queue.", "port")
-	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority scheduler.", "port")
+	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority (rsp, afq) scheduler.", "port")
+	dMarked     = desc("afq_ecn_marked_total", "Packets the port's AFQ stage marked CE.", "port")
 	dBufUsed    = desc("buffer_used_bytes", "Bytes held in the shared buffer by all egress queues.")
 	dBufSize    = desc("buffer_size_bytes", "Size of the shared buffer.")
 	dRate       = desc("port_rate_bits", "Configured egress rate of the port in bit/s (0 = unlimited).", "port")
@@ -60,7 +61,7 @@ var (
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
-	allDescs    = []*prometheus.Desc{dPaused, dCtrl, dRound, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	allDescs    = []*prometheus.Desc{dPaused, dCtrl, dRound, dMarked, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -105,8 +106,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		_, cn := p.ControlDepth()
 		gauge(dCtrl, float64(cn), p.Name)
-		if r, ok := s.(*sched.RSP); ok {
+		if r, ok := s.(interface{ Round() uint32 }); ok {
 			gauge(dRound, float64(r.Round()), p.Name)
+		}
+		if a, ok := s.(*sched.AFQ); ok {
+			counter(dMarked, a.Marked(), p.Name)
 		}
 		gauge(dRate, float64(p.RateBits()), p.Name)
 		if i < len(c.info) {

@@ -94,3 +94,26 @@ func TestStrictPriority(t *testing.T) {
 	}
 	sw.CheckFramesBack()
 }
+
+// TestAFQFairShare: three TCP flows into a 200 Mbit/s port run by AFQ (no
+// DSCP marking: AFQ tells flows apart by their 5-tuple).
+func TestAFQFairShare(t *testing.T) {
+	tp := NewTopo(t, 4)
+	sw := tp.StartSwitch("", PortOpts{3: "rate: 200Mbit\nscheduler: afq\nqueues: 32"})
+	hs := tp.Hosts
+	for _, h := range hs[:3] {
+		h.Exec(t, 5*time.Second, "ping", "-c", "1", "-W", "1", hs[3].IP)
+	}
+	g := concurrentIperf(t, hs[:3], hs[3], 10, []int{0, 0, 0}, nil)
+	j := fairness.Jain(g)
+	m := sw.Scrape()
+	t.Logf("AFQ, 200 Mbit/s port: goodputs %.1f %.1f %.1f Mbit/s, Jain %.4f; round %v, round-overflow drops %v",
+		g[0]/1e6, g[1]/1e6, g[2]/1e6, j, m[`gswitch_rsp_round{port="p4"}`], m[`gswitch_drops_total{port="p4",reason="round_overflow"}`])
+	if j < 0.95 {
+		t.Errorf("Jain index %.4f < 0.95", j)
+	}
+	if m[`gswitch_rsp_round{port="p4"}`] == 0 {
+		t.Error("the AFQ round never advanced")
+	}
+	sw.CheckFramesBack()
+}
