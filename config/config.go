@@ -96,6 +96,13 @@ type Port struct {
 	// ECNRounds makes AFQ mark ECN-capable packets this many rounds ahead CE (0 = off).
 	ECNRounds int    `yaml:"ecn_rounds"`
 	BPRBytes  uint64 `yaml:"-"`
+	// Rank is where pfabric takes a packet's priority from: gsperf (the gsperf
+	// header's priority field; the default), las (bytes the flow has sent so
+	// far, estimated in the switch) or packet (set by an earlier stage).
+	Rank string `yaml:"rank"`
+	// RTT is the port's base round-trip time, for pfabric's default buffer of two BDPs (default 200us).
+	RTT    string        `yaml:"rtt"`
+	RTTDur time.Duration `yaml:"-"`
 
 	RateBits         uint64 `yaml:"-"`
 	BurstBytes       int64  `yaml:"-"`
@@ -345,6 +352,20 @@ func (c *Config) validate() error {
 		}
 		if p.Sketch.Rows < 0 || p.Sketch.Rows > 8 || p.Sketch.Cols < 0 || p.Sketch.Cols > 1<<22 || p.Sketch.Cols&(p.Sketch.Cols-1) != 0 {
 			return fmt.Errorf("%s.sketch: %d x %d (rows up to 8, columns a power of two up to 4194304)", f, p.Sketch.Rows, p.Sketch.Cols)
+		}
+		if p.RTTDur, err = duration(f+".rtt", p.RTT, 200*time.Microsecond); err != nil {
+			return err
+		}
+		switch p.Rank {
+		case "":
+			p.Rank = "gsperf"
+		case "gsperf", "las", "packet":
+		default:
+			return fmt.Errorf("%s.rank: %q (use gsperf, las or packet)", f, p.Rank)
+		}
+		if p.Scheduler == "pfabric" && p.Buffer == "" && p.RateBits > 0 {
+			// Two bandwidth-delay products, at least 16 full frames.
+			p.BufferBytes = max(uint64(2*float64(p.RateBits)/8*p.RTTDur.Seconds()), 16*1514)
 		}
 		if p.ECNRounds < 0 || p.ECNRounds > 64 {
 			return fmt.Errorf("%s.ecn_rounds: %d out of range [0, 64]", f, p.ECNRounds)

@@ -63,6 +63,20 @@ func TestParseErrorsNameTheField(t *testing.T) {
 	}
 }
 
+func TestPFabricDefaults(t *testing.T) {
+	c, err := Parse([]byte("ports: [{interface: a, scheduler: pfabric, rate: 1Gbit, rtt: 100us}, {interface: b, scheduler: pfabric, rate: 10Mbit}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 x 1 Gbit/s x 100 us = 25,000 B; the second port's 2 BDPs are below 16 frames.
+	if c.Ports[0].BufferBytes != 25000 || c.Ports[1].BufferBytes != 16*1514 || c.Ports[0].Rank != "gsperf" {
+		t.Fatalf("%+v", c.Ports)
+	}
+	if _, err := Parse([]byte("ports: [{interface: a, rank: size}]")); err == nil || !strings.Contains(err.Error(), "ports[0].rank") {
+		t.Fatalf("err %v", err)
+	}
+}
+
 func TestCheckInterfaces(t *testing.T) {
 	c, _ := Parse([]byte("ports: [{interface: a}, {interface: nope}]"))
 	err := c.Check(func(n string) error {

@@ -48,6 +48,7 @@ type PortConfig struct {
 	Quantum     int    // DRR/SFQ quantum (0 = 1514)
 	Classify    sched.Classifier
 	AFQ         AFQConfig
+	Rank        string // pfabric: sched.RankGsperf, RankLAS or RankPacket ("" = packet)
 }
 
 // AFQConfig configures the afq scheduler of a port.
@@ -223,7 +224,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		if p.sched, err = sched.New(pc.Scheduler, sched.Params{Queues: pc.Queues, PortBytes: pc.BufferBytes, PortPackets: pc.MaxPackets,
 			QueueBytes: pc.QueueBytes, Alpha: cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify,
 			BytesPerRound: pc.AFQ.BytesPerRound, SketchRows: pc.AFQ.SketchRows, SketchCols: pc.AFQ.SketchCols, ECNRounds: pc.AFQ.ECNRounds,
-			Mem: mem}); err != nil {
+			Rank: pc.Rank, Mem: mem}); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 		}
 		if p.ctrl, err = queues.NewFIFO(64<<10, 256); err != nil {

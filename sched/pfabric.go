@@ -48,7 +48,25 @@ type PFabric struct {
 	depthB  atomic.Uint64
 	depthP  atomic.Uint32
 	paused  atomic.Bool
+
+	rank    func(p *pkt.Packet) // sets p.Rank from the packet (nil: keep what an earlier stage set)
+	mem     []byte
+	las     []uint32 // least-attained-service sketch: bytes seen per flow (rows x lasCols)
+	lasSeen uint64   // bytes since the last decay
 }
+
+// Rank sources for pfabric (Params.Rank).
+const (
+	RankPacket = "packet" // keep p.Rank as an earlier stage set it
+	RankGsperf = "gsperf" // the priority field of a gsperf header (UDP payload offset 40); other packets rank 0
+	RankLAS    = "las"    // least attained service: bytes the flow has sent so far, from a count-min sketch
+)
+
+const (
+	lasRows  = 2
+	lasCols  = 4096
+	lasDecay = 64 << 20 // halve every counter after this many bytes, so old flows fade
+)
 
 type flowEntry struct {
 	hash       uint32 // flow key + 1 (0 = empty slot)
@@ -81,7 +99,52 @@ func newPFabric(p Params) (Scheduler, error) {
 	}
 	f.flows = make([]flowEntry, ft)
 	f.fmask = uint32(ft - 1)
+	switch p.Rank {
+	case "", RankPacket:
+	case RankGsperf:
+		if p.Mem == nil {
+			return nil, fmt.Errorf("pfabric rank gsperf needs the frame memory")
+		}
+		f.mem, f.rank = p.Mem, f.rankGsperf
+	case RankLAS:
+		f.las, f.rank = make([]uint32, lasRows*lasCols), f.rankLAS
+	default:
+		return nil, fmt.Errorf("pfabric rank %q (use packet, gsperf or las)", p.Rank)
+	}
 	return f, nil
+}
+
+// rankGsperf reads the priority of a gsperf segment: magic "GS" at the
+// start of the UDP payload, the priority 40 bytes in.
+func (f *PFabric) rankGsperf(p *pkt.Packet) {
+	p.Rank = 0
+	if p.Proto != pkt.ProtoUDP || p.L4Off == 0 {
+		return
+	}
+	o := p.Addr + uint64(p.L4Off) + 8
+	if uint64(p.Len) < uint64(p.L4Off)+8+44 || f.mem[o] != 'G' || f.mem[o+1] != 'S' {
+		return
+	}
+	b := f.mem[o+40 : o+44]
+	p.Rank = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// rankLAS ranks a packet by the bytes its flow has sent before it (a
+// count-min estimate), so new and short flows go first.
+func (f *PFabric) rankLAS(p *pkt.Packet) {
+	est := ^uint32(0)
+	for r := uint32(0); r < lasRows; r++ {
+		c := &f.las[r*lasCols+((p.Hash*(0x9e3779b1+2*r+1))>>20)%lasCols]
+		est = min(est, *c)
+		*c = uint32(min(uint64(*c)+uint64(p.Len), 1<<32-1))
+	}
+	p.Rank = est
+	if f.lasSeen += uint64(p.Len); f.lasSeen >= lasDecay {
+		f.lasSeen = 0
+		for i := range f.las {
+			f.las[i] >>= 1
+		}
+	}
 }
 
 func (f *PFabric) NumQueues() int { return 1 }
@@ -110,6 +173,9 @@ func (f *PFabric) better(a, b int32) bool {
 }
 
 func (f *PFabric) Enqueue(p *pkt.Packet) queues.Drop {
+	if f.rank != nil {
+		f.rank(p)
+	}
 	if f.bytes+uint64(p.Len) > f.limit || len(f.free) == 0 {
 		if len(f.worst) == 0 {
 			return queues.PortLimit

@@ -68,6 +68,7 @@ type Params struct {
 	SketchRows    int    // afq: count-min sketch rows (default 4)
 	SketchCols    int    // afq: columns, a power of two (default 16384, the paper's prototype)
 	ECNRounds     int    // afq: mark CE this many rounds ahead (0 = off)
+	Rank          string // pfabric: where ranks come from: packet, gsperf or las
 	Mem           []byte // the UMEM, for schedulers that read or mark frames
 }
 

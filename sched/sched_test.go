@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
 	"github.com/gswitch/gswitch/internal/fairness"
 	"github.com/gswitch/gswitch/queues"
 )
@@ -431,5 +432,48 @@ func runOps(t *testing.T, ops []byte) {
 				rdrr.paused[q] = arg&0x80 != 0
 			}
 		}
+	}
+}
+
+func TestPFabricRankSources(t *testing.T) {
+	mem := make([]byte, 1<<16)
+	s := mk(t, "pfabric", Params{Rank: RankGsperf, Mem: mem})
+	// A gsperf data segment with priority 777, and a non-gsperf UDP packet.
+	payload := make([]byte, 64)
+	copy(payload, "GS\x01\x01")
+	payload[40], payload[41], payload[42], payload[43] = 0, 0, 3, 9 // 777
+	f := pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), [4]byte{1}, [4]byte{2}, 1, 5500, payload)
+	copy(mem, f)
+	var p pkt.Packet
+	pkt.Parse(mem[:len(f)], &p)
+	p.Len = uint32(len(f))
+	s.Enqueue(&p)
+	if p.Rank != 777 {
+		t.Fatalf("gsperf rank %d", p.Rank)
+	}
+	g := pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), [4]byte{1}, [4]byte{2}, 1, 53, make([]byte, 64))
+	copy(mem[2048:], g)
+	var q pkt.Packet
+	pkt.Parse(mem[2048:2048+len(g)], &q)
+	q.Addr, q.Len, q.Rank = 2048, uint32(len(g)), 99
+	s.Enqueue(&q)
+	if q.Rank != 0 {
+		t.Fatalf("non-gsperf rank %d", q.Rank)
+	}
+
+	las := mk(t, "pfabric", Params{Rank: RankLAS})
+	var ranks []uint32
+	for i := 0; i < 4; i++ {
+		r := pkt.Packet{Len: 1000, Hash: 12345}
+		las.Enqueue(&r)
+		ranks = append(ranks, r.Rank)
+	}
+	n := pkt.Packet{Len: 1000, Hash: 999}
+	las.Enqueue(&n)
+	if ranks[0] != 0 || ranks[3] != 3000 || n.Rank != 0 {
+		t.Fatalf("las ranks %v, new flow %d", ranks, n.Rank)
+	}
+	if _, err := New("pfabric", Params{PortBytes: 1 << 20, Rank: "size"}); err == nil {
+		t.Fatal("unknown rank source accepted")
 	}
 }

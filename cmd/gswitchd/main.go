@@ -143,7 +143,8 @@ func run(cfg *config.Config) error {
 		dcfg.Ports = append(dcfg.Ports, dataplane.PortConfig{
 			Name: pc.Name, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes, Scheduler: pc.Scheduler,
 			Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
-			AFQ: dataplane.AFQConfig{BytesPerRound: int(pc.BPRBytes), SketchRows: pc.Sketch.Rows, SketchCols: pc.Sketch.Cols, ECNRounds: pc.ECNRounds},
+			AFQ:  dataplane.AFQConfig{BytesPerRound: int(pc.BPRBytes), SketchRows: pc.Sketch.Rows, SketchCols: pc.Sketch.Cols, ECNRounds: pc.ECNRounds},
+			Rank: pc.Rank,
 		})
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)
