@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# websearch.sh — after pFabric's Figure 7: the web-search workload among
+# four hosts through gswitchd, every port shaped to RATE, each sender at
+# LOAD, run once per switch scheduler with the same flows (same seeds):
+# fifo and sfq with gsperf's plain transport, pfabric with its own.
+# Prints the slowdown table per scheduler and draws one plot.
+#
+#   sudo scripts/experiments/websearch.sh                 # 60% load, 400 flows per host (~6 min)
+#   FLOWS=100 LOAD=0.6 sudo -E scripts/experiments/websearch.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=$PATH:/usr/local/go/bin
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
+RATE=${RATE:-200Mbit} LOAD=${LOAD:-0.6} FLOWS=${FLOWS:-400} BUFFER=${BUFFER:-128KB}
+SCHEDS=${SCHEDS:-"fifo sfq pfabric"}
+OUT=${OUT:-results-websearch-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+ID=gsx$$
+PID=
+cleanup() {
+	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+	for i in 1 2 3 4; do
+		for p in $(ip netns pids $ID-h$i 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+		ip netns del $ID-h$i 2>/dev/null || true
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+go build -o "$WORK/gswitchd" ./cmd/gswitchd
+go build -o "$WORK/gsperf" ./cmd/gsperf
+for i in 1 2 3 4; do
+	ip netns add $ID-h$i
+	ip link add ${ID}p$i type veth peer name eth0 netns $ID-h$i
+	ip -n $ID-h$i link set lo up
+	ip -n $ID-h$i addr add 10.204.0.$i/24 dev eth0
+	ip -n $ID-h$i link set eth0 up
+	ip link set ${ID}p$i up
+	ip netns exec $ID-h$i ethtool -K eth0 tx off tso off gso off gro off >/dev/null
+	ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
+done
+for s in $SCHEDS; do
+	mode=plain
+	[ "$s" = pfabric ] && mode=pfabric
+	{
+		echo "ports:"
+		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, buffer: $BUFFER, scheduler: $s, queues: 32}"; done
+		echo "metrics: \"off\""
+	} >"$WORK/gswitchd.yaml"
+	"$WORK/gswitchd" -config "$WORK/gswitchd.yaml" >"$OUT/gswitchd-$s.log" 2>&1 &
+	PID=$!
+	sleep 1
+	for i in 1 2 3 4; do ip netns exec $ID-h$i "$WORK/gsperf" server -bind 10.204.0.$i:5500 >"$OUT/server-$s-h$i.log" 2>&1 & done
+	sleep 0.5
+	echo "== $s ($mode transport): $FLOWS web-search flows per host at $LOAD of $RATE"
+	clients=()
+	for i in 1 2 3 4; do
+		to=""
+		for j in 1 2 3 4; do [ $i = $j ] || to="$to,10.204.0.$j:5500"; done
+		ip netns exec $ID-h$i "$WORK/gsperf" client -src h$i -to "${to#,}" -workload WebSearch_distribution -flows "$FLOWS" \
+			-load "$LOAD" -rate "$RATE" -mode $mode -seed $i -id-base $((i * 1000000)) -out "$WORK/$s-h$i.json" >"$OUT/client-$s-h$i.log" 2>&1 &
+		clients+=($!)
+	done
+	wait "${clients[@]}"
+	"$WORK/gsperf" merge -name "$s" -out "$OUT/$s.json" -csv "$OUT/$s.csv" "$WORK/$s"-h?.json | tee "$OUT/$s.txt"
+	for i in 1 2 3 4; do for p in $(ip netns pids $ID-h$i); do kill "$p" 2>/dev/null || true; done; done
+	kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+	sleep 0.5
+done
+"$WORK/gsperf" plot -title "web search, $LOAD load, $RATE" -out "$OUT/slowdown.png" $(for s in $SCHEDS; do echo "$OUT/$s.json"; done)
+echo "results in $OUT (per-scheduler JSON, CSV, summaries, slowdown.png)"
