@@ -11,7 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
-RATE=${RATE:-200Mbit} LOAD=${LOAD:-0.6} FLOWS=${FLOWS:-400} BUFFER=${BUFFER:-128KB}
+RATE=${RATE:-200Mbit} LOAD=${LOAD:-0.6} FLOWS=${FLOWS:-400} BUFFER=${BUFFER:-32KB}
+# pFabric's timeout is 3 x the fabric RTT; here the RTT through a userspace
+# switch with a full 32 KB queue at 200 Mbit/s is about 1.5 ms.
+PFABRIC_RTO=${PFABRIC_RTO:-3ms}
+# Base RTT for the slowdown (and pFabric's BDP initial window): ping through
+# the switch when idle is 0.1 to 0.5 ms here.
+BASE_RTT=${BASE_RTT:-500us}
 SCHEDS=${SCHEDS:-"fifo sfq pfabric"}
 OUT=${OUT:-results-websearch-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -40,8 +46,8 @@ for i in 1 2 3 4; do
 	ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
 done
 for s in $SCHEDS; do
-	mode=plain
-	[ "$s" = pfabric ] && mode=pfabric
+	mode=plain extra=()
+	[ "$s" = pfabric ] && mode=pfabric extra=(-rto "$PFABRIC_RTO")
 	{
 		echo "ports:"
 		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, buffer: $BUFFER, scheduler: $s, queues: 32}"; done
@@ -58,7 +64,7 @@ for s in $SCHEDS; do
 		to=""
 		for j in 1 2 3 4; do [ $i = $j ] || to="$to,10.204.0.$j:5500"; done
 		ip netns exec $ID-h$i "$WORK/gsperf" client -src h$i -to "${to#,}" -workload WebSearch_distribution -flows "$FLOWS" \
-			-load "$LOAD" -rate "$RATE" -mode $mode -seed $i -id-base $((i * 1000000)) -out "$WORK/$s-h$i.json" >"$OUT/client-$s-h$i.log" 2>&1 &
+			-load "$LOAD" -rate "$RATE" -mode $mode "${extra[@]}" -base-rtt "$BASE_RTT" -seed $i -id-base $((i * 1000000)) -out "$WORK/$s-h$i.json" >"$OUT/client-$s-h$i.log" 2>&1 &
 		clients+=($!)
 	done
 	wait "${clients[@]}"
