@@ -3,7 +3,7 @@
 # hosts into one port shaped to RATE, started at 0, 5, 10, 15 s and stopped
 # at 40, 35, 30, 25 s, once with SCHED=afq and once with fifo. For every
 # phase (k flows active) it prints each flow's share of the fair rate and the
-# Jain index, from the receiver's 1 s intervals (the second after each start
+# Jain index, from the senders' 1 s intervals (the second after each start
 # or stop is left out). Then one CUBIC and one BBR flow together under each.
 #
 #   sudo scripts/experiments/afq-fairness.sh        # about 2 minutes
@@ -58,16 +58,16 @@ for s in $SCHEDS; do
 	pids=()
 	for i in 1 2 3 4; do
 		(sleep $(((i - 1) * 5)); ip netns exec $ID-h$i timeout 60 iperf3 -c 10.205.0.5 -p $((5200 + i)) -t $((40 - 10 * (i - 1))) \
-			-J --get-server-output >"$OUT/stagger-$s-f$i.json") &
+			-J >"$OUT/stagger-$s-f$i.json") &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
 	stop_switch
 	echo "== cubic and bbr together, $s"
 	start_switch "$s"
-	ip netns exec $ID-h1 timeout 40 iperf3 -c 10.205.0.5 -p 5201 -t 20 -C cubic -J --get-server-output >"$OUT/mix-$s-cubic.json" &
+	ip netns exec $ID-h1 timeout 40 iperf3 -c 10.205.0.5 -p 5201 -t 20 -C cubic -J >"$OUT/mix-$s-cubic.json" &
 	a=$!
-	ip netns exec $ID-h2 timeout 40 iperf3 -c 10.205.0.5 -p 5202 -t 20 -C bbr -J --get-server-output >"$OUT/mix-$s-bbr.json" &
+	ip netns exec $ID-h2 timeout 40 iperf3 -c 10.205.0.5 -p 5202 -t 20 -C bbr -J >"$OUT/mix-$s-bbr.json" &
 	b=$!
 	wait $a $b
 	stop_switch
@@ -78,9 +78,8 @@ out, rate, scheds = sys.argv[1], sys.argv[2], sys.argv[3:]
 mult = {"k": 1e3, "m": 1e6, "g": 1e9}[rate.lower().rstrip("bit")[-1]]
 line = float(rate.lower().rstrip("bit")[:-1]) * mult * 1448 / 1538  # TCP payload at the line rate
 def recv_series(path, offset):
-    d = json.load(open(path))
-    srv = d.get("server_output_json", {})
-    return {int(round(offset + iv["sum"]["start"])): iv["sum"]["bits_per_second"] for iv in srv.get("intervals", [])}
+    d = json.load(open(path))  # the sender's 1 s intervals: the port's queue (at most 20 ms) barely shifts them
+    return {int(round(offset + iv["sum"]["start"])): iv["sum"]["bits_per_second"] for iv in d.get("intervals", [])}
 def jain(x):
     return sum(x) ** 2 / (len(x) * sum(v * v for v in x)) if x else 0
 for s in scheds:
