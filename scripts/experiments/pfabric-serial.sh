@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# pfabric-serial.sh — after pFabric's Figure 5(a): five equal gsperf
+# transfers (SIZE each, pfabric mode) from five hosts start together toward
+# one host behind a port shaped to RATE with the pfabric scheduler. pFabric
+# serves them essentially one at a time. Prints each completion time and
+# the time all the bytes need at the port's rate, and draws throughput over
+# time per flow.
+#
+#   sudo scripts/experiments/pfabric-serial.sh       # about 30 s
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=$PATH:/usr/local/go/bin
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
+RATE=${RATE:-200Mbit} SIZE=${SIZE:-5MB} PFABRIC_RTO=${PFABRIC_RTO:-3ms} BASE_RTT=${BASE_RTT:-500us}
+OUT=${OUT:-results-pfabric-serial-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+ID=gsp$$
+PID=
+cleanup() {
+	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+	for i in 1 2 3 4 5 6; do
+		for p in $(ip netns pids $ID-h$i 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+		ip netns del $ID-h$i 2>/dev/null || true
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+go build -o "$WORK/gswitchd" ./cmd/gswitchd
+go build -o "$WORK/gsperf" ./cmd/gsperf
+{
+	echo "ports:"
+	for i in 1 2 3 4 5 6; do
+		ip netns add $ID-h$i
+		ip link add ${ID}p$i type veth peer name eth0 netns $ID-h$i
+		ip -n $ID-h$i link set lo up
+		ip -n $ID-h$i addr add 10.206.0.$i/24 dev eth0
+		ip -n $ID-h$i link set eth0 up
+		ip link set ${ID}p$i up
+		ip netns exec $ID-h$i ethtool -K eth0 tx off tso off gso off gro off >/dev/null
+		ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
+		if [ $i = 6 ]; then
+			echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, scheduler: pfabric, rank: gsperf}"
+		else
+			echo "  - {name: p$i, interface: ${ID}p$i}"
+		fi
+	done
+	echo "metrics: \"off\""
+} >"$WORK/gswitchd.yaml"
+"$WORK/gswitchd" -config "$WORK/gswitchd.yaml" >"$OUT/gswitchd.log" 2>&1 &
+PID=$!
+sleep 1
+ip netns exec $ID-h6 "$WORK/gsperf" server -bind 10.206.0.6:5500 >"$OUT/server.log" 2>&1 &
+disown
+for i in 1 2 3 4 5; do ip netns exec $ID-h$i ping -c 1 -W 1 10.206.0.6 >/dev/null; done
+clients=()
+for i in 1 2 3 4 5; do
+	ip netns exec $ID-h$i "$WORK/gsperf" client -src h$i -to 10.206.0.6:5500 -size "$SIZE" -flows 1 -arrivals burst -mode pfabric \
+		-rate "$RATE" -rto "$PFABRIC_RTO" -base-rtt "$BASE_RTT" -timeline 20ms -id-base $i -out "$WORK/h$i.json" >"$OUT/client-h$i.log" 2>&1 &
+	clients+=($!)
+done
+wait "${clients[@]}"
+"$WORK/gsperf" merge -name pfabric-serial -out "$OUT/flows.json" "$WORK"/h?.json >/dev/null
+"$WORK/gsperf" plot -kind throughput -title "pFabric: five $SIZE flows into a $RATE port" -out "$OUT/throughput.png" "$OUT/flows.json"
+python3 - "$OUT/flows.json" "$RATE" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+rate = sys.argv[2].lower().rstrip("bit")
+bps = float(rate[:-1]) * {"k": 1e3, "m": 1e6, "g": 1e9}[rate[-1]]
+mss, over = 1514 - 14 - 20 - 8 - 64, 64 + 8 + 20 + 14 + 24
+wire = sum(f["size"] + -(-f["size"] // mss) * over for f in r["flows"])
+ideal = wire * 8 / bps
+fct = sorted(f["fct_ns"] / 1e9 for f in r["flows"] if f["complete"])
+print("completion times (s): " + " ".join(f"{x:.3f}" for x in fct))
+print(f"all bytes at {sys.argv[2]}: {ideal:.3f} s; the last flow finished at {fct[-1]/ideal:.3f} x that")
+PY
+echo "plot: $OUT/throughput.png"
