@@ -231,7 +231,9 @@ func (s *Sender) send(i int, now int64, out func([]byte)) {
 func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	s.Timeouts++
 	s.timeouts++
-	s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+	if s.timeouts == 1 { // as TCP does, only the first of consecutive timeouts lowers ssthresh
+		s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+	}
 	s.cwnd = float64(s.cfg.MSS)
 	s.dupAcks = 0
 	// Everything in flight is presumed lost: resend it as the window allows.
@@ -288,7 +290,11 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 	}
 	if h.Type == proto.TypeProbeAck {
 		if s.probing {
+			// Slow start again from one segment, up to at least the initial
+			// window (one BDP in pFabric mode: flows run at line rate).
 			s.probing, s.timeouts, s.timer = false, 0, 0
+			s.cwnd = float64(s.cfg.MSS)
+			s.ssthresh = max(s.ssthresh, float64(s.cfg.InitWindow))
 		}
 		s.advance(h.Ack, now)
 		return
