@@ -9,6 +9,7 @@
 #
 # SCHED=fifo scripts/demo.sh runs p3 with a FIFO instead of DRR, to compare.
 set -euo pipefail
+. "$(dirname "$0")/lib/topo.sh"
 SCHED=${SCHED:-drr}
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -26,11 +27,7 @@ cleanup() {
 		kill -TERM "$PID"
 		wait "$PID" 2>/dev/null || true
 	fi
-	for i in 1 2 3; do
-		for p in $(ip netns pids $ID-h$i 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-		ip netns del $ID-h$i 2>/dev/null || true
-		ip link del ${ID}p$i 2>/dev/null || true
-	done
+	topo_down $ID 3
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -40,16 +37,7 @@ echo "== building gswitchd"
 go build -o "$WORK/gswitchd" ./cmd/gswitchd
 
 echo "== three hosts in namespaces, offloads off (AF_XDP copies frames raw)"
-for i in 1 2 3; do
-	ip netns add $ID-h$i
-	ip link add ${ID}p$i type veth peer name eth0 netns $ID-h$i
-	ip -n $ID-h$i link set lo up
-	ip -n $ID-h$i addr add 10.201.0.$i/24 dev eth0
-	ip -n $ID-h$i link set eth0 up
-	ip link set ${ID}p$i up
-	ip netns exec $ID-h$i ethtool -K eth0 tx off tso off gso off gro off >/dev/null
-	ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
-done
+topo_up $ID 3 10.201.0
 
 cat >"$WORK/gswitchd.yaml" <<YAML
 ports:

@@ -8,6 +8,7 @@
 #
 #   sudo scripts/experiments/afq-fairness.sh        # about 2 minutes
 set -euo pipefail
+. "$(dirname "$0")/../lib/topo.sh"
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
@@ -19,24 +20,12 @@ ID=gsa$$
 PID=
 cleanup() {
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-	for i in 1 2 3 4 5; do
-		for p in $(ip netns pids $ID-h$i 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-		ip netns del $ID-h$i 2>/dev/null || true
-	done
+	topo_down $ID 5
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 go build -o "$WORK/gswitchd" ./cmd/gswitchd
-for i in 1 2 3 4 5; do
-	ip netns add $ID-h$i
-	ip link add ${ID}p$i type veth peer name eth0 netns $ID-h$i
-	ip -n $ID-h$i link set lo up
-	ip -n $ID-h$i addr add 10.205.0.$i/24 dev eth0
-	ip -n $ID-h$i link set eth0 up
-	ip link set ${ID}p$i up
-	ip netns exec $ID-h$i ethtool -K eth0 tx off tso off gso off gro off >/dev/null
-	ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
-done
+topo_up $ID 5 10.205.0
 start_switch() { # sched
 	{
 		echo "ports:"

@@ -8,6 +8,7 @@
 #
 #   sudo scripts/experiments/pfabric-serial.sh       # about 30 s
 set -euo pipefail
+. "$(dirname "$0")/../lib/topo.sh"
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
@@ -19,26 +20,16 @@ ID=gsp$$
 PID=
 cleanup() {
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-	for i in 1 2 3 4 5 6; do
-		for p in $(ip netns pids $ID-h$i 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-		ip netns del $ID-h$i 2>/dev/null || true
-	done
+	topo_down $ID 6
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 go build -o "$WORK/gswitchd" ./cmd/gswitchd
 go build -o "$WORK/gsperf" ./cmd/gsperf
+topo_up $ID 6 10.206.0
 {
 	echo "ports:"
 	for i in 1 2 3 4 5 6; do
-		ip netns add $ID-h$i
-		ip link add ${ID}p$i type veth peer name eth0 netns $ID-h$i
-		ip -n $ID-h$i link set lo up
-		ip -n $ID-h$i addr add 10.206.0.$i/24 dev eth0
-		ip -n $ID-h$i link set eth0 up
-		ip link set ${ID}p$i up
-		ip netns exec $ID-h$i ethtool -K eth0 tx off tso off gso off gro off >/dev/null
-		ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
 		if [ $i = 6 ]; then
 			echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, scheduler: pfabric, rank: gsperf}"
 		else

@@ -8,6 +8,7 @@
 #   sudo scripts/experiments/websearch.sh                 # 60% load, 400 flows per host (~6 min)
 #   FLOWS=100 LOAD=0.6 sudo -E scripts/experiments/websearch.sh
 set -euo pipefail
+. "$(dirname "$0")/../lib/topo.sh"
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
@@ -26,25 +27,13 @@ ID=gsx$$
 PID=
 cleanup() {
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-	for i in 1 2 3 4; do
-		for p in $(ip netns pids $ID-h$i 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-		ip netns del $ID-h$i 2>/dev/null || true
-	done
+	topo_down $ID 4
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 go build -o "$WORK/gswitchd" ./cmd/gswitchd
 go build -o "$WORK/gsperf" ./cmd/gsperf
-for i in 1 2 3 4; do
-	ip netns add $ID-h$i
-	ip link add ${ID}p$i type veth peer name eth0 netns $ID-h$i
-	ip -n $ID-h$i link set lo up
-	ip -n $ID-h$i addr add 10.204.0.$i/24 dev eth0
-	ip -n $ID-h$i link set eth0 up
-	ip link set ${ID}p$i up
-	ip netns exec $ID-h$i ethtool -K eth0 tx off tso off gso off gro off >/dev/null
-	ethtool -K ${ID}p$i tx off tso off gso off gro off >/dev/null
-done
+topo_up $ID 4 10.204.0
 for s in $SCHEDS; do
 	mode=plain extra=()
 	[ "$s" = pfabric ] && mode=pfabric extra=(-rto "$PFABRIC_RTO")
