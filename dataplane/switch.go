@@ -112,10 +112,11 @@ type Port struct {
 	owner  []int // worker of each link
 	egress int   // worker that owns the egress (the owner of links[0])
 
-	sched  sched.Scheduler
-	ctrl   *queues.FIFO // frames the switch emits: served first, never paused
-	shaper *shaper.Bucket
-	in     []*ring.SPSC[pkt.Packet] // in[w]: packets handed over by worker w (nil for the egress worker)
+	sched   sched.Scheduler
+	evictor sched.Evictor // the scheduler, when one arrival can evict several packets (nil otherwise)
+	ctrl    *queues.FIFO  // frames the switch emits: served first, never paused
+	shaper  *shaper.Bucket
+	in      []*ring.SPSC[pkt.Packet] // in[w]: packets handed over by worker w (nil for the egress worker)
 
 	txOutstanding atomic.Int64 // frames on the tx ring not yet completed
 	txDescs       []afxdp.Desc
@@ -227,6 +228,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			Rank: pc.Rank, Mem: mem}); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 		}
+		p.evictor, _ = p.sched.(sched.Evictor)
 		if p.ctrl, err = queues.NewFIFO(64<<10, 256); err != nil {
 			return nil, err
 		}

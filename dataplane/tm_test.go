@@ -5,6 +5,7 @@ import (
 
 	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
 	"github.com/gswitch/gswitch/internal/fairness"
+	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/sched"
 )
 
@@ -128,6 +129,58 @@ func TestPFabricEvictionsThroughTheSwitch(t *testing.T) {
 	if c.Drops[DropPortLimit] == 0 || c.Drops[DropEvicted] != 0 {
 		t.Fatalf("drops %+v", c.Drops)
 	}
+	for i := 0; i < 100; i++ {
+		clk.t += 1e7
+		settle(s)
+	}
+	checkFrames(t, s)
+}
+
+// gsperfUDP is a gsperf segment of flow (its UDP source port) with a pFabric
+// rank and payload bytes after the 64-byte gsperf header.
+func gsperfUDP(dst, src byte, flow uint16, rank uint32, payload int) []byte {
+	b := make([]byte, proto.HeaderLen+payload)
+	h := proto.Header{Type: proto.TypeData, Flow: uint64(flow), Priority: rank}
+	h.Encode(b)
+	return pkttest.UDP4(pkttest.MAC(dst), pkttest.MAC(src), ip1, ip2, flow, 5500, b)
+}
+
+// TestPFabricFullSizeArrivalEvictsSmallPackets: a pfabric port whose
+// buffer holds many small low-priority frames (pFabric probes) takes a
+// full-size frame of the most urgent flow by evicting as many of them as it
+// needs, counts each eviction, and gets every frame back to the pool.
+func TestPFabricFullSizeArrivalEvictsSmallPackets(t *testing.T) {
+	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
+		c.Ports[1].Scheduler = "pfabric"
+		c.Ports[1].Rank = sched.RankGsperf
+		c.Ports[1].BufferBytes = 4 * 1514
+		c.Ports[1].MaxPackets = 100 // the default, 4 x 1514 / 128, would hold only 47 probes
+		c.Ports[1].RateBits = 8e6
+	})
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	port := s.Ports()[1]
+	port.PauseQueue(0) // hold everything in the buffer
+	const probes, probeLen = 50, 14 + 20 + 8 + proto.HeaderLen + 1
+	for i := 0; i < probes; i++ {
+		l[0].Inject(gsperfUDP(2, 1, uint16(100+i), 1_000_000+uint32(i), 1))
+	}
+	settle(s)
+	if b, n := port.Scheduler().Depth(0); n != probes || b != probes*probeLen {
+		t.Fatalf("buffer holds %d packets, %d bytes; want %d, %d (drops %+v, sent %d)", n, b, probes, probes*probeLen, s.Counters(1).Drops, l[1].SentCount)
+	}
+	l[0].Inject(gsperfUDP(2, 1, 7, 5, 1514-14-20-8-proto.HeaderLen))
+	settle(s)
+	need := probes*probeLen + 1514 - 4*1514 // bytes the arrival must free
+	want := (need + probeLen - 1) / probeLen
+	c := s.Counters(1)
+	if c.Drops[DropEvicted] != uint64(want) || c.Drops[DropPortLimit] != 0 {
+		t.Fatalf("drops %+v: want %d evictions and no port_limit drop", c.Drops, want)
+	}
+	if _, n := port.Scheduler().Depth(0); n != uint32(probes-want+1) {
+		t.Fatalf("buffer holds %d packets, want %d", n, probes-want+1)
+	}
+	port.ResumeQueue(0)
 	for i := 0; i < 100; i++ {
 		clk.t += 1e7
 		settle(s)

@@ -332,9 +332,17 @@ func (w *worker) enqueue(port *Port, p *pkt.Packet) {
 		return
 	}
 	// On a drop, *p is the packet to free: the arriving one, or the one it evicted.
-	if d := port.sched.Enqueue(p); d != queues.Accepted {
-		w.ctr[port.Index].drops[fromQueues[d]].Add(1)
-		w.release(p.Addr)
+	d := port.sched.Enqueue(p)
+	if d == queues.Accepted {
+		return
+	}
+	w.ctr[port.Index].drops[fromQueues[d]].Add(1)
+	w.release(p.Addr)
+	if d == queues.Evicted && port.evictor != nil {
+		for port.evictor.MoreEvicted(p) {
+			w.ctr[port.Index].drops[DropEvicted].Add(1)
+			w.release(p.Addr)
+		}
 	}
 }
 

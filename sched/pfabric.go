@@ -18,11 +18,15 @@ func init() { Register("pfabric", newPFabric) }
 //     buffered packet with the best rank and sends the earliest-arrived
 //     packet of that packet's flow (p.Hash). So packets of a flow always
 //     leave in arrival order.
-//   - Priority dropping: when an arriving packet does not fit, it is dropped
-//     if its rank is no better than the worst buffered rank (queues.PortLimit);
-//     otherwise the worst buffered packet is evicted and returned to the
-//     caller (queues.Evicted). One eviction per arrival: if evicting the worst
-//     packet would not make room, the arriving packet is dropped instead.
+//   - Priority dropping: when an arriving packet does not fit, the buffered
+//     packets ranked worse than it are evicted, worst first, until it fits
+//     (queues.Evicted: the first evicted packet comes back in *p, the others
+//     from MoreEvicted). If even all of them would not make room, or none is
+//     worse, the arriving packet is dropped and nothing is evicted
+//     (queues.PortLimit). The buffer is counted in bytes, so one full-size
+//     packet may have to push out several small ones (a pFabric probe is
+//     about 130 bytes): evicting only one would let a buffer that holds
+//     probes refuse the most urgent flow's data.
 //   - Ties: among equal ranks the earlier arrival counts as better, both for
 //     choosing the flow to serve and for choosing the packet to evict (the
 //     latest arrival of the worst rank goes first).
@@ -49,6 +53,10 @@ type PFabric struct {
 	depthP  atomic.Uint32
 	paused  atomic.Bool
 
+	stack   []int32      // scratch for the eviction check (capacity: every slot)
+	evicted []pkt.Packet // evicted by the last Enqueue beyond the first, for MoreEvicted
+	evNext  int          // next of them to hand over
+
 	rank    func(p *pkt.Packet) // sets p.Rank from the packet (nil: keep what an earlier stage set)
 	mem     []byte
 	las     []uint32 // least-attained-service sketch: bytes seen per flow (rows x lasCols)
@@ -74,7 +82,10 @@ type flowEntry struct {
 	count      int32
 }
 
-var _ Scheduler = (*PFabric)(nil)
+var (
+	_ Scheduler = (*PFabric)(nil)
+	_ Evictor   = (*PFabric)(nil)
+)
 
 func newPFabric(p Params) (Scheduler, error) {
 	if p.PortBytes == 0 {
@@ -89,7 +100,7 @@ func newPFabric(p Params) (Scheduler, error) {
 	}
 	f := &PFabric{slots: make([]pkt.Packet, n), seq: make([]uint64, n), minPos: make([]int32, n), maxPos: make([]int32, n),
 		fnext: make([]int32, n), fprev: make([]int32, n), best: make([]int32, 0, n), worst: make([]int32, 0, n),
-		free: make([]int32, n), limit: p.PortBytes}
+		free: make([]int32, n), limit: p.PortBytes, stack: make([]int32, 0, n), evicted: make([]pkt.Packet, 0, n)}
 	for i := range f.free {
 		f.free[i] = int32(n - 1 - i)
 	}
@@ -176,22 +187,75 @@ func (f *PFabric) Enqueue(p *pkt.Packet) queues.Drop {
 	if f.rank != nil {
 		f.rank(p)
 	}
-	if f.bytes+uint64(p.Len) > f.limit || len(f.free) == 0 {
-		if len(f.worst) == 0 {
-			return queues.PortLimit
-		}
-		w := f.worst[0]
-		if p.Rank >= f.slots[w].Rank || f.bytes-uint64(f.slots[w].Len)+uint64(p.Len) > f.limit {
-			return queues.PortLimit
-		}
-		evicted := f.slots[w]
-		f.remove(w)
+	f.evicted, f.evNext = f.evicted[:0], 0
+	if f.fits(p.Len) {
 		f.insert(p)
-		*p = evicted
-		return queues.Evicted
+		return queues.Accepted
+	}
+	if !f.canMakeRoom(p) {
+		return queues.PortLimit
+	}
+	first := f.slots[f.worst[0]]
+	f.remove(f.worst[0])
+	for !f.fits(p.Len) {
+		w := f.worst[0]
+		f.evicted = append(f.evicted, f.slots[w])
+		f.remove(w)
 	}
 	f.insert(p)
-	return queues.Accepted
+	*p = first
+	return queues.Evicted
+}
+
+// MoreEvicted moves into p the next packet the last Enqueue evicted beyond
+// the one it returned, worst first (owner only).
+func (f *PFabric) MoreEvicted(p *pkt.Packet) bool {
+	if f.evNext == len(f.evicted) {
+		return false
+	}
+	*p = f.evicted[f.evNext]
+	f.evNext++
+	return true
+}
+
+func (f *PFabric) fits(n uint32) bool {
+	return f.bytes+uint64(n) <= f.limit && len(f.free) > 0
+}
+
+// canMakeRoom reports whether evicting the buffered packets ranked worse
+// than p would let p in. Those packets are the top of the worst-first heap
+// (a node is never worse than its parent), so a walk down from the root
+// that stops at packets no worse than p visits only them, and stops as
+// soon as they add up to enough.
+func (f *PFabric) canMakeRoom(p *pkt.Packet) bool {
+	if uint64(p.Len) > f.limit || len(f.worst) == 0 || f.slots[f.worst[0]].Rank <= p.Rank {
+		return false
+	}
+	needB := int64(f.bytes) + int64(p.Len) - int64(f.limit) // bytes to free
+	needP := 0
+	if len(f.free) == 0 {
+		needP = 1
+	}
+	st := append(f.stack[:0], 0)
+	for len(st) > 0 {
+		i := st[len(st)-1]
+		st = st[:len(st)-1]
+		s := f.worst[i]
+		if f.slots[s].Rank <= p.Rank {
+			continue
+		}
+		needB -= int64(f.slots[s].Len)
+		needP--
+		if needB <= 0 && needP <= 0 {
+			f.stack = st
+			return true
+		}
+		for c := 2*i + 1; c <= 2*i+2 && int(c) < len(f.worst); c++ {
+			st = append(st, c)
+		}
+	}
+	f.stack = st
+	return false
 }
 
 func (f *PFabric) Dequeue(p *pkt.Packet) bool {

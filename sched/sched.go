@@ -53,6 +53,14 @@ type Scheduler interface {
 	Paused(i int) bool
 }
 
+// Evictor is implemented by schedulers whose Enqueue may push out more
+// than one buffered packet for one arrival (pfabric). After Enqueue returns
+// queues.Evicted with the first evicted packet in *p, the caller frees the
+// others as MoreEvicted hands them over, until it returns false.
+type Evictor interface {
+	MoreEvicted(p *pkt.Packet) bool
+}
+
 // Params configure a scheduler for one port.
 type Params struct {
 	Queues      int            // number of queues (default 32; pfabric ignores it)

@@ -207,6 +207,44 @@ func TestPFabricEvictsWorst(t *testing.T) {
 	}
 }
 
+// TestPFabricEvictsSmallPacketsForABigOne: a buffer full of small
+// low-priority packets (pFabric probes) must still take a full-size packet
+// of the most urgent flow, pushing out as many of them as it takes; and it
+// evicts nothing for an arrival it cannot take in the end.
+func TestPFabricEvictsSmallPacketsForABigOne(t *testing.T) {
+	s := mk(t, "pfabric", Params{PortBytes: 3000}).(*PFabric)
+	big := pkt.Packet{Len: 1500, Hash: 1, Rank: 10, Addr: 1}
+	if s.Enqueue(&big) != queues.Accepted {
+		t.Fatal("refused while empty")
+	}
+	for i := 0; i < 11; i++ { // 11 probes of 130 bytes from flows ranked 1000+
+		p := pkt.Packet{Len: 130, Hash: uint32(10 + i), Rank: uint32(1000 + i), Addr: uint64(100 + i)}
+		if s.Enqueue(&p) != queues.Accepted {
+			t.Fatalf("probe %d refused", i)
+		}
+	}
+	// 1500 + 11 x 130 = 2930 bytes: a 1500-byte packet ranked 5 needs 1430
+	// more bytes, that is all 11 probes out, worst first.
+	p := pkt.Packet{Len: 1500, Hash: 2, Rank: 5, Addr: 2}
+	if d := s.Enqueue(&p); d != queues.Evicted || p.Addr != 110 {
+		t.Fatalf("urgent full-size arrival: %v, first evicted %d (want the worst probe, 110)", d, p.Addr)
+	}
+	n := 1
+	for s.MoreEvicted(&p) {
+		n++
+	}
+	if n != 11 || s.Len() != 2 {
+		t.Fatalf("evicted %d probes, %d packets left; want 11 and 2", n, s.Len())
+	}
+	// Now only the two full-size packets (ranks 5 and 10): one ranked 7 could
+	// push out the rank-10 packet; one ranked 7 of 3000 bytes could not fit
+	// even then and must leave the buffer as it is.
+	p = pkt.Packet{Len: 3000, Hash: 3, Rank: 7, Addr: 3}
+	if d := s.Enqueue(&p); d != queues.PortLimit || s.Len() != 2 || s.MoreEvicted(&p) {
+		t.Fatalf("arrival that cannot fit: %v, %d packets left", d, s.Len())
+	}
+}
+
 // TestPFabricKeepsFlowOrder: whatever the ranks, packets of one flow leave
 // in the order they arrived (starvation prevention sends a flow's earliest).
 func TestPFabricKeepsFlowOrder(t *testing.T) {
@@ -239,24 +277,36 @@ type refPFabric struct {
 	cap   int
 }
 
-func (r *refPFabric) enqueue(p pkt.Packet) (queues.Drop, pkt.Packet) {
-	if r.bytes+uint64(p.Len) <= r.limit && len(r.q) < r.cap {
+func (r *refPFabric) enqueue(p pkt.Packet) (queues.Drop, []pkt.Packet) {
+	fits := func() bool { return r.bytes+uint64(p.Len) <= r.limit && len(r.q) < r.cap }
+	if fits() {
 		r.q = append(r.q, p)
 		r.bytes += uint64(p.Len)
-		return queues.Accepted, p
+		return queues.Accepted, nil
 	}
-	w := -1
-	for i, x := range r.q { // worst rank, latest arrival
-		if w < 0 || x.Rank >= r.q[w].Rank {
-			w = i
+	// Enough room in the packets ranked worse than p?
+	bytes, n := r.bytes, len(r.q)
+	for _, x := range r.q {
+		if x.Rank > p.Rank {
+			bytes -= uint64(x.Len)
+			n--
 		}
 	}
-	if w < 0 || p.Rank >= r.q[w].Rank || r.bytes-uint64(r.q[w].Len)+uint64(p.Len) > r.limit {
-		return queues.PortLimit, p
+	if bytes+uint64(p.Len) > r.limit || n >= r.cap {
+		return queues.PortLimit, nil
 	}
-	ev := r.q[w]
-	r.bytes -= uint64(ev.Len)
-	r.q = append(r.q[:w], r.q[w+1:]...)
+	var ev []pkt.Packet
+	for !fits() {
+		w := 0
+		for i, x := range r.q { // worst rank, latest arrival
+			if x.Rank >= r.q[w].Rank {
+				w = i
+			}
+		}
+		ev = append(ev, r.q[w])
+		r.bytes -= uint64(r.q[w].Len)
+		r.q = append(r.q[:w], r.q[w+1:]...)
+	}
 	r.q = append(r.q, p)
 	r.bytes += uint64(p.Len)
 	return queues.Evicted, ev
@@ -402,8 +452,19 @@ func runOps(t *testing.T, ops []byte) {
 				q.Rank = uint32(arg)
 				d1 := pf.Enqueue(&q)
 				d2, ev := rpf.enqueue(func() pkt.Packet { x := p; x.Rank = uint32(arg); return x }())
-				if d1 != d2 || d1 != queues.Accepted && q.Addr != ev.Addr {
-					t.Fatalf("pfabric enqueue %v (%d), reference %v (%d)", d1, q.Addr, d2, ev.Addr)
+				var got []uint64
+				if d1 == queues.Evicted {
+					for got = append(got, q.Addr); pf.MoreEvicted(&q); {
+						got = append(got, q.Addr)
+					}
+				}
+				if d1 != d2 || len(got) != len(ev) {
+					t.Fatalf("pfabric enqueue %v evicting %v, reference %v evicting %d packets", d1, got, d2, len(ev))
+				}
+				for k := range ev {
+					if got[k] != ev[k].Addr {
+						t.Fatalf("pfabric evicted %v, reference %v", got, ev)
+					}
 				}
 			case 2: // dequeue
 				var a pkt.Packet

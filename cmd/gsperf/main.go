@@ -112,6 +112,9 @@ func client(args []string) error {
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on a flow this long after it starts")
 	out := fs.String("out", "", "write the run as JSON here")
 	csvOut := fs.String("csv", "", "write one line per flow as CSV here")
+	pace := fs.String("pace", "", "this host's line rate, e.g. 200Mbit: its flows together send no faster, as through a NIC of that rate (default: unpaced)")
+	paceBurst := fs.Int("pace-burst", udp.PaceBurst, "full segments a paced host may send back to back")
+	at := fs.Int64("at", 0, "start the schedule at this wall-clock time, in ns since 1970 (as date +%s%N prints), so clients on several hosts start together (default: now)")
 	timeline := fs.Duration("timeline", 0, "record each flow's progress at this step, e.g. 10ms (for plot -kind throughput)")
 	fs.Parse(args)
 	dsts := strings.Split(*to, ",")
@@ -144,11 +147,23 @@ func client(args []string) error {
 			return fmt.Errorf("-init-window: %q is not a positive size", *initWin)
 		}
 	}
+	var paceBits uint64
+	if *pace != "" {
+		if paceBits, err = config.ParseRate(*pace); err != nil || paceBits == 0 {
+			return fmt.Errorf("-pace: %q is not a positive rate", *pace)
+		}
+	}
 	if *rto == 0 && m == transport.PFabric {
 		*rto = 3 * *rtt
 	}
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(rb),
-		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout, InitWindow: int(iw), Timeline: *timeline}
+		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout, InitWindow: int(iw), Timeline: *timeline, Pace: float64(paceBits), PaceBurst: *paceBurst}
+	if *at != 0 {
+		p.StartAt = time.Unix(0, *at)
+		if d := time.Until(p.StartAt); d < -time.Second || d > time.Hour {
+			return fmt.Errorf("-at: %v is %v from now (want a time in the next hour, in ns since 1970)", p.StartAt, d.Round(time.Millisecond))
+		}
+	}
 	last := time.Now()
 	p.Progress = func(done, total int) {
 		if time.Since(last) > 2*time.Second || done == total {
@@ -161,7 +176,7 @@ func client(args []string) error {
 		return err
 	}
 	run := &results.Run{Name: *src, Flows: recs, Params: map[string]string{"workload": *wl, "size": *size, "flows": fmt.Sprint(*flows),
-		"load": fmt.Sprint(*load), "rate": *rate, "arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.String()}}
+		"load": fmt.Sprint(*load), "rate": *rate, "arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.String(), "pace": *pace}}
 	return finish(run, *out, *csvOut)
 }
 

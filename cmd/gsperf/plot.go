@@ -95,7 +95,25 @@ func plotThroughput(path, out, title string, maxFlows int) error {
 	}
 	sort.Slice(fl, func(i, j int) bool { return fl[i].Size > fl[j].Size })
 	fl = fl[:min(len(fl), maxFlows)]
-	sort.Slice(fl, func(i, j int) bool { return fl[i].StartNs < fl[j].StartNs })
+	// Flows from several clients line up by their wall-clock starts when
+	// the records have them; each client's StartNs counts from its own start.
+	var t0 int64
+	for _, f := range fl {
+		if f.StartUnixNs == 0 {
+			t0 = 0
+			break
+		}
+		if t0 == 0 || f.StartUnixNs < t0 {
+			t0 = f.StartUnixNs
+		}
+	}
+	startOf := func(f results.Flow) int64 {
+		if t0 != 0 {
+			return f.StartUnixNs - t0
+		}
+		return f.StartNs
+	}
+	sort.Slice(fl, func(i, j int) bool { return startOf(fl[i]) < startOf(fl[j]) })
 	p := plot.New()
 	if title == "" {
 		title = "throughput per flow"
@@ -107,7 +125,7 @@ func plotThroughput(path, out, title string, maxFlows int) error {
 		pts := make(plotter.XYs, 0, len(f.Timeline))
 		prev := uint64(0)
 		for k, b := range f.Timeline {
-			pts = append(pts, plotter.XY{X: float64(f.StartNs+int64(k+1)*f.TimelineStepNs) / 1e9, Y: float64(b-prev) * 8 / float64(f.TimelineStepNs) * 1e3})
+			pts = append(pts, plotter.XY{X: float64(startOf(f)+int64(k+1)*f.TimelineStepNs) / 1e9, Y: float64(b-prev) * 8 / float64(f.TimelineStepNs) * 1e3})
 			prev = b
 		}
 		l, err := plotter.NewLine(pts)

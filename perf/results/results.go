@@ -20,8 +20,9 @@ type Flow struct {
 	Src         string  `json:"src"`
 	Dst         string  `json:"dst"`
 	Size        uint64  `json:"size"`
-	StartNs     int64   `json:"start_ns"` // since the run started
-	FCTNs       int64   `json:"fct_ns"`   // 0 if it did not complete
+	StartNs     int64   `json:"start_ns"`                // since the run started
+	StartUnixNs int64   `json:"start_unix_ns,omitempty"` // wall clock, to line up flows from several clients
+	FCTNs       int64   `json:"fct_ns"`                  // 0 if it did not complete
 	Slowdown    float64 `json:"slowdown"`
 	Retransmits uint64  `json:"retransmits"`
 	Timeouts    uint64  `json:"timeouts"`

@@ -20,9 +20,10 @@
 // # Extending the sender
 //
 // Whether the sender may transmit at all is asked of its Gate before every
-// segment. The default gate always says yes; SFC's Back-to-Sender pause,
-// ExpressPass credits and BFC's per-queue pause are gates, set with
-// Sender.Gate, without touching the window logic.
+// segment. The default gate always says yes; Pacer (a host's line rate) is
+// one; SFC's Back-to-Sender pause, ExpressPass credits and BFC's per-queue
+// pause are gates too, set with Sender.Gate, without touching the window
+// logic.
 //
 // A Sender or Receiver is used by one goroutine.
 package transport
@@ -116,6 +117,7 @@ type Sender struct {
 	size     uint64
 	gate     Gate
 	segs     []uint8 // scoreboard, one entry per MSS
+	scan     int     // no segment below this index is unsent
 	una      uint64  // first byte not acknowledged in order
 	nxt      uint64  // next new byte to send
 	cwnd     float64 // bytes
@@ -183,8 +185,12 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 	if s.probing {
 		return s.timer
 	}
-	for i := int(s.una / uint64(s.cfg.MSS)); i < len(s.segs); i++ {
+	s.scan = max(s.scan, int(s.una/uint64(s.cfg.MSS)))
+	for i := s.scan; i < len(s.segs); i++ {
 		if s.segs[i] != segUnsent {
+			if i == s.scan {
+				s.scan++
+			}
 			continue
 		}
 		n := s.segLen(i)
@@ -237,7 +243,8 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	s.cwnd = float64(s.cfg.MSS)
 	s.dupAcks = 0
 	// Everything in flight is presumed lost: resend it as the window allows.
-	for i := int(s.una / uint64(s.cfg.MSS)); i < len(s.segs); i++ {
+	s.scan = int(s.una / uint64(s.cfg.MSS))
+	for i := s.scan; i < len(s.segs); i++ {
 		if s.segs[i] == segInFlight {
 			s.segs[i] = segUnsent
 		}
@@ -340,6 +347,7 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 			if s.segs[i] == segInFlight {
 				s.inflight -= int64(s.segLen(i))
 				s.segs[i] = segUnsent
+				s.scan = min(s.scan, i)
 			}
 			s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
 			s.cwnd = s.ssthresh

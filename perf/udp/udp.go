@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/transport"
@@ -103,6 +105,9 @@ type Plan struct {
 	FlowIDBase uint64
 	Timeout    time.Duration // give up on flows still running this long after the last start
 	Timeline   time.Duration // record each flow's acknowledged bytes at this step (0: off)
+	Pace       float64       // this host's line rate in bit/s: all its flows together send no faster (0: off)
+	PaceBurst  int           // full segments a paced host may send back to back (0: PaceBurst)
+	StartAt    time.Time     // wall-clock time the schedule begins (zero: now), so clients on several hosts start together
 	Progress   func(done, total int)
 }
 
@@ -112,6 +117,11 @@ const Overhead = proto.HeaderLen + 8 + 20 + 14 + 24
 
 // MSS is the payload of a full segment (a 1514-byte frame).
 const MSS = 1514 - 14 - 20 - 8 - proto.HeaderLen
+
+// PaceBurst is how many full segments a paced host may send back to back
+// by default (Plan.PaceBurst): enough to ride out the client's timer
+// slack, a quarter of the smallest pFabric buffer (16 frames).
+const PaceBurst = 4
 
 // Run executes the plan and returns one record per flow.
 func Run(p Plan) ([]results.Flow, error) {
@@ -146,9 +156,20 @@ func Run(p Plan) ([]results.Flow, error) {
 	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
 		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
 	}
+	var pacer *transport.Pacer
+	if p.Pace > 0 {
+		burst := p.PaceBurst
+		if burst <= 0 {
+			burst = PaceBurst
+		}
+		pacer = transport.NewPacer(p.Pace, Overhead, burst*(MSS+Overhead))
+	}
 	recs := make([]results.Flow, p.Flows)
 	var wg sync.WaitGroup
 	var done atomic.Int64
+	if d := time.Until(p.StartAt); d > 0 {
+		time.Sleep(d)
+	}
 	start := time.Now()
 	at := 0.0
 	for i := 0; i < p.Flows; i++ {
@@ -162,7 +183,7 @@ func Run(p Plan) ([]results.Flow, error) {
 		wg.Add(1)
 		go func(r *results.Flow) {
 			defer wg.Done()
-			runFlow(cfg, r, p, start)
+			runFlow(cfg, r, p, start, pacer)
 			if p.Progress != nil {
 				p.Progress(int(done.Add(1)), p.Flows)
 			}
@@ -178,7 +199,7 @@ func Run(p Plan) ([]results.Flow, error) {
 	return recs, nil
 }
 
-func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time) {
+func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, pacer *transport.Pacer) {
 	raddr, err := net.ResolveUDPAddr("udp", r.Dst)
 	if err != nil {
 		return
@@ -189,35 +210,78 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time) 
 	}
 	defer conn.Close()
 	conn.SetWriteBuffer(4 << 20)
-	t0 := time.Now()
-	clock := func() int64 { return time.Since(t0).Nanoseconds() + 1 }
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return
+	}
+	// One clock for the whole run, so the flows of this host can share its pacer.
+	clock := func() int64 { return time.Since(runStart).Nanoseconds() + 1 }
 	s := transport.NewSender(cfg, r.ID, r.Size, clock())
+	r.StartUnixNs = time.Now().UnixNano()
+	if pacer != nil {
+		s.Gate(pacer)
+	}
 	out := func(b []byte) { conn.Write(b) }
 	buf := make([]byte, 2048)
-	deadline := t0.Add(p.Timeout)
+	onAck := func(n int) {
+		if h, _, err := proto.Decode(buf[:n]); err == nil {
+			s.OnAck(h, clock())
+		}
+	}
+	// drain hands the sender every ack already waiting in the socket, so a
+	// client that was descheduled for longer than the timeout learns what
+	// arrived meanwhile before its timer fires (Poll runs the timer first).
+	drain := func() {
+		for {
+			n := 0
+			raw.Control(func(fd uintptr) {
+				n, _, _ = unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+			})
+			if n <= 0 {
+				return
+			}
+			onAck(n)
+		}
+	}
+	deadline := time.Now().Add(p.Timeout)
 	step := p.Timeline.Nanoseconds()
 	if step > 0 {
 		r.TimelineStepNs = step
 	}
 	for !s.Done() && time.Now().Before(deadline) {
+		drain()
 		next := s.Poll(clock(), out)
 		wait := 50 * time.Millisecond
 		if next != 0 {
 			wait = min(wait, time.Duration(next-clock()))
 		}
 		if step > 0 {
-			for now := clock(); int64(len(r.Timeline)+1)*step <= now; {
+			for now := clock() - s.Start; int64(len(r.Timeline)+1)*step <= now; {
 				r.Timeline = append(r.Timeline, s.Acked())
 			}
-			wait = min(wait, time.Duration(int64(len(r.Timeline)+1)*step-clock()))
+			wait = min(wait, time.Duration(int64(len(r.Timeline)+1)*step-(clock()-s.Start)))
 		}
-		conn.SetReadDeadline(time.Now().Add(max(wait, 20*time.Microsecond)))
-		n, err := conn.Read(buf)
-		if err != nil {
+		if s.Done() {
+			break
+		}
+		// Wait for an ack or the next deadline. The Go runtime's timers sleep
+		// in epoll_wait with millisecond resolution: a read deadline 60 µs
+		// away fires about 1.1 ms late here, which would stretch every pacing
+		// gap. Short waits therefore block in ppoll (about 0.09 ms late);
+		// longer ones use the runtime's poller, which holds no thread, so
+		// hundreds of concurrent flows wait cheaply (a client of many flows
+		// all blocking in ppoll did worse on the web-search workload).
+		if wait < time.Millisecond {
+			ts := unix.NsecToTimespec(int64(max(wait, 0)))
+			raw.Control(func(fd uintptr) {
+				pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				unix.Ppoll(pfd[:], &ts, nil)
+			})
 			continue
 		}
-		if h, _, err := proto.Decode(buf[:n]); err == nil {
-			s.OnAck(h, clock())
+		conn.SetReadDeadline(time.Now().Add(wait))
+		if n, err := conn.Read(buf); err == nil {
+			onAck(n)
 		}
 	}
 	r.Retransmits, r.Timeouts = s.Retransmits, s.Timeouts

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
-RATE=${RATE:-200Mbit} SIZE=${SIZE:-5MB} PFABRIC_RTO=${PFABRIC_RTO:-3ms} BASE_RTT=${BASE_RTT:-500us}
+RATE=${RATE:-200Mbit} SIZE=${SIZE:-5MB} PFABRIC_RTO=${PFABRIC_RTO:-3ms} BASE_RTT=${BASE_RTT:-500us} PACE=${PACE-$RATE} PACE_BURST=${PACE_BURST:-4}
 OUT=${OUT:-results-pfabric-serial-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
@@ -45,9 +45,10 @@ ip netns exec $ID-h6 "$WORK/gsperf" server -bind 10.206.0.6:5500 >"$OUT/server.l
 disown
 for i in 1 2 3 4 5; do ip netns exec $ID-h$i ping -c 1 -W 1 10.206.0.6 >/dev/null; done
 clients=()
+at=$(($(date +%s%N) + 1500000000)) # every client starts its flow at this instant
 for i in 1 2 3 4 5; do
-	ip netns exec $ID-h$i "$WORK/gsperf" client -src h$i -to 10.206.0.6:5500 -size "$SIZE" -flows 1 -arrivals burst -mode pfabric \
-		-rate "$RATE" -rto "$PFABRIC_RTO" -base-rtt "$BASE_RTT" -timeline 20ms -id-base $i -out "$WORK/h$i.json" >"$OUT/client-h$i.log" 2>&1 &
+	ip netns exec $ID-h$i "$WORK/gsperf" client -src h$i -to 10.206.0.6:5500 -size "$SIZE" -flows 1 -arrivals burst -at $at -mode pfabric \
+		-rate "$RATE" -rto "$PFABRIC_RTO" -base-rtt "$BASE_RTT" -pace "$PACE" -pace-burst "$PACE_BURST" -timeline 20ms -id-base $i -out "$WORK/h$i.json" >"$OUT/client-h$i.log" 2>&1 &
 	clients+=($!)
 done
 wait "${clients[@]}"
@@ -61,8 +62,13 @@ bps = float(rate[:-1]) * {"k": 1e3, "m": 1e6, "g": 1e9}[rate[-1]]
 mss, over = 1514 - 14 - 20 - 8 - 64, 64 + 8 + 20 + 14 + 24
 wire = sum(f["size"] + -(-f["size"] // mss) * over for f in r["flows"])
 ideal = wire * 8 / bps
-fct = sorted(f["fct_ns"] / 1e9 for f in r["flows"] if f["complete"])
-print("completion times (s): " + " ".join(f"{x:.3f}" for x in fct))
-print(f"all bytes at {sys.argv[2]}: {ideal:.3f} s; the last flow finished at {fct[-1]/ideal:.3f} x that")
+fl = [f for f in r["flows"] if f["complete"]]
+if len(fl) < len(r["flows"]):
+    sys.exit(f"{len(r['flows']) - len(fl)} flows did not complete")
+t0 = min(f["start_unix_ns"] for f in fl)
+ends = sorted((f["start_unix_ns"] + f["fct_ns"] - t0) / 1e9 for f in fl)
+print(f"flows started within {(max(f['start_unix_ns'] for f in fl) - t0) / 1e6:.2f} ms of each other")
+print("completion times since the first start (s): " + " ".join(f"{x:.3f}" for x in ends))
+print(f"all bytes at {sys.argv[2]}: {ideal:.3f} s; the last flow finished at {ends[-1]/ideal:.3f} x that")
 PY
 echo "plot: $OUT/throughput.png"

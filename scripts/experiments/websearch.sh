@@ -19,6 +19,12 @@ PFABRIC_RTO=${PFABRIC_RTO:-3ms}
 # Base RTT for the slowdown (and pFabric's BDP initial window): ping through
 # the switch when idle is 0.1 to 0.5 ms here.
 BASE_RTT=${BASE_RTT:-500us}
+# PACE=200Mbit holds each host's flows together to that line rate. Off by
+# default: gsperf's pacer is shared first-come first-served by the flows of
+# a client, so flows that are already sending take the tokens and a new
+# small flow waits (a NIC queue would be FIFO, pFabric's NIC a priority
+# queue); with it on, every scheduler's small-flow tail got far worse.
+PACE=${PACE-}
 SCHEDS=${SCHEDS:-"fifo sfq pfabric"}
 OUT=${OUT:-results-websearch-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -47,13 +53,13 @@ for s in $SCHEDS; do
 	sleep 1
 	for i in 1 2 3 4; do ip netns exec $ID-h$i "$WORK/gsperf" server -bind 10.204.0.$i:5500 >"$OUT/server-$s-h$i.log" 2>&1 & done
 	sleep 0.5
-	echo "== $s ($mode transport): $FLOWS web-search flows per host at $LOAD of $RATE"
+	echo "== $s ($mode transport): $FLOWS web-search flows per host at $LOAD of $RATE, paced to ${PACE:-unpaced}"
 	clients=()
 	for i in 1 2 3 4; do
 		to=""
 		for j in 1 2 3 4; do [ $i = $j ] || to="$to,10.204.0.$j:5500"; done
 		ip netns exec $ID-h$i "$WORK/gsperf" client -src h$i -to "${to#,}" -workload WebSearch_distribution -flows "$FLOWS" \
-			-load "$LOAD" -rate "$RATE" -mode $mode "${extra[@]}" -base-rtt "$BASE_RTT" -seed $i -id-base $((i * 1000000)) -out "$WORK/$s-h$i.json" >"$OUT/client-$s-h$i.log" 2>&1 &
+			-load "$LOAD" -rate "$RATE" -mode $mode "${extra[@]}" -base-rtt "$BASE_RTT" -pace "$PACE" -seed $i -id-base $((i * 1000000)) -out "$WORK/$s-h$i.json" >"$OUT/client-$s-h$i.log" 2>&1 &
 		clients+=($!)
 	done
 	wait "${clients[@]}"
