@@ -11,39 +11,26 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/topo.sh"
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
-[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
 RATE=${RATE:-200Mbit} SCHEDS=${SCHEDS:-"fifo afq"} BUFFER=${BUFFER:-512KB}
 OUT=${OUT:-results-afq-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-WORK=$(mktemp -d)
 ID=gsa$$
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-	topo_down $ID 5
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-go build -o "$WORK/gswitchd" ./cmd/gswitchd
-topo_up $ID 5 10.205.0
-start_switch() { # sched
+exp_begin $ID 5 10.205.0
+run_switch() { # sched
 	{
 		echo "ports:"
 		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i}"; done
 		echo "  - {name: p5, interface: ${ID}p5, rate: $RATE, buffer: $BUFFER, scheduler: $1, queues: 32}"
 		echo "metrics: \"off\""
 	} >"$WORK/gswitchd.yaml"
-	"$WORK/gswitchd" -config "$WORK/gswitchd.yaml" >"$OUT/gswitchd-$1.log" 2>&1 &
-	PID=$!
-	sleep 1
+	switch_start "$OUT/gswitchd-$1.log"
 	for i in 1 2 3 4; do ip netns exec $ID-h$i ping -c 1 -W 1 10.205.0.5 >/dev/null; done
 }
-stop_switch() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=; }
 for i in 1 2 3 4; do ip netns exec $ID-h5 iperf3 -s -D -B 10.205.0.5 -p $((5200 + i)); done
 sleep 0.5
 for s in $SCHEDS; do
 	echo "== staggered flows, $s"
-	start_switch "$s"
+	run_switch "$s"
 	pids=()
 	for i in 1 2 3 4; do
 		(sleep $(((i - 1) * 5)); ip netns exec $ID-h$i timeout 60 iperf3 -c 10.205.0.5 -p $((5200 + i)) -t $((40 - 10 * (i - 1))) \
@@ -51,15 +38,15 @@ for s in $SCHEDS; do
 		pids+=($!)
 	done
 	wait "${pids[@]}"
-	stop_switch
+	switch_stop
 	echo "== cubic and bbr together, $s"
-	start_switch "$s"
+	run_switch "$s"
 	ip netns exec $ID-h1 timeout 40 iperf3 -c 10.205.0.5 -p 5201 -t 20 -C cubic -J >"$OUT/mix-$s-cubic.json" &
 	a=$!
 	ip netns exec $ID-h2 timeout 40 iperf3 -c 10.205.0.5 -p 5202 -t 20 -C bbr -J >"$OUT/mix-$s-bbr.json" &
 	b=$!
 	wait $a $b
-	stop_switch
+	switch_stop
 done
 python3 - "$OUT" "$RATE" $SCHEDS <<'PY'
 import json, sys

@@ -11,22 +11,11 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/topo.sh"
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
-[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
 RATE=${RATE:-200Mbit} SIZE=${SIZE:-5MB} PFABRIC_RTO=${PFABRIC_RTO:-3ms} BASE_RTT=${BASE_RTT:-500us} PACE=${PACE-$RATE} PACE_BURST=${PACE_BURST:-4}
 OUT=${OUT:-results-pfabric-serial-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-WORK=$(mktemp -d)
 ID=gsp$$
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-	topo_down $ID 6
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-go build -o "$WORK/gswitchd" ./cmd/gswitchd
-go build -o "$WORK/gsperf" ./cmd/gsperf
-topo_up $ID 6 10.206.0
+exp_begin $ID 6 10.206.0
 {
 	echo "ports:"
 	for i in 1 2 3 4 5 6; do
@@ -38,9 +27,7 @@ topo_up $ID 6 10.206.0
 	done
 	echo "metrics: \"off\""
 } >"$WORK/gswitchd.yaml"
-"$WORK/gswitchd" -config "$WORK/gswitchd.yaml" >"$OUT/gswitchd.log" 2>&1 &
-PID=$!
-sleep 1
+switch_start "$OUT/gswitchd.log"
 ip netns exec $ID-h6 "$WORK/gsperf" server -bind 10.206.0.6:5500 >"$OUT/server.log" 2>&1 &
 disown
 for i in 1 2 3 4 5; do ip netns exec $ID-h$i ping -c 1 -W 1 10.206.0.6 >/dev/null; done

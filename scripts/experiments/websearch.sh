@@ -11,7 +11,6 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/topo.sh"
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
-[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
 RATE=${RATE:-200Mbit} LOAD=${LOAD:-0.6} FLOWS=${FLOWS:-400} BUFFER=${BUFFER:-32KB}
 # pFabric's timeout is 3 x the fabric RTT; here the RTT through a userspace
 # switch with a full 32 KB queue at 200 Mbit/s is about 1.5 ms.
@@ -28,18 +27,8 @@ PACE=${PACE-}
 SCHEDS=${SCHEDS:-"fifo sfq pfabric"}
 OUT=${OUT:-results-websearch-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-WORK=$(mktemp -d)
 ID=gsx$$
-PID=
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-	topo_down $ID 4
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-go build -o "$WORK/gswitchd" ./cmd/gswitchd
-go build -o "$WORK/gsperf" ./cmd/gsperf
-topo_up $ID 4 10.204.0
+exp_begin $ID 4 10.204.0
 for s in $SCHEDS; do
 	mode=plain extra=()
 	[ "$s" = pfabric ] && mode=pfabric extra=(-rto "$PFABRIC_RTO")
@@ -48,9 +37,7 @@ for s in $SCHEDS; do
 		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, buffer: $BUFFER, scheduler: $s, queues: 32}"; done
 		echo "metrics: \"off\""
 	} >"$WORK/gswitchd.yaml"
-	"$WORK/gswitchd" -config "$WORK/gswitchd.yaml" >"$OUT/gswitchd-$s.log" 2>&1 &
-	PID=$!
-	sleep 1
+	switch_start "$OUT/gswitchd-$s.log"
 	for i in 1 2 3 4; do ip netns exec $ID-h$i "$WORK/gsperf" server -bind 10.204.0.$i:5500 >"$OUT/server-$s-h$i.log" 2>&1 & done
 	sleep 0.5
 	echo "== $s ($mode transport): $FLOWS web-search flows per host at $LOAD of $RATE, paced to ${PACE:-unpaced}"
@@ -65,7 +52,7 @@ for s in $SCHEDS; do
 	wait "${clients[@]}"
 	"$WORK/gsperf" merge -name "$s" -out "$OUT/$s.json" -csv "$OUT/$s.csv" "$WORK/$s"-h?.json | tee "$OUT/$s.txt"
 	for i in 1 2 3 4; do for p in $(ip netns pids $ID-h$i); do kill "$p" 2>/dev/null || true; done; done
-	kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+	switch_stop
 	sleep 0.5
 done
 "$WORK/gsperf" plot -title "web search, $LOAD load, $RATE" -out "$OUT/slowdown.png" $(for s in $SCHEDS; do echo "$OUT/$s.json"; done)

@@ -5,6 +5,14 @@
 #                          route); switch port IDpi; offloads off on both ends
 #                          (AF_XDP copies frames raw, so checksums must be real)
 #   topo_down ID N         kill what runs in the namespaces, delete them (and the veths)
+#
+# For the experiment scripts (run from the repository root):
+#
+#   exp_begin ID N SUBNET  refuse to run unless root; build gswitchd and gsperf
+#                          into $WORK; topo_up; on exit, stop the switch, tear
+#                          the hosts down and remove $WORK
+#   switch_start LOG       run $WORK/gswitchd on $WORK/gswitchd.yaml (PID in $PID)
+#   switch_stop            stop it, if running
 
 topo_up() {
 	local id=$1 n=$2 subnet=$3 i
@@ -27,4 +35,34 @@ topo_down() {
 		ip netns del "$id-h$i" 2>/dev/null || true
 		ip link del "${id}p$i" 2>/dev/null || true
 	done
+}
+
+exp_begin() {
+	[ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
+	EXP_ID=$1 EXP_N=$2 PID=
+	WORK=$(mktemp -d)
+	trap exp_end EXIT
+	go build -o "$WORK/gswitchd" ./cmd/gswitchd
+	go build -o "$WORK/gsperf" ./cmd/gsperf
+	topo_up "$1" "$2" "$3"
+}
+
+exp_end() {
+	switch_stop
+	topo_down "$EXP_ID" "$EXP_N"
+	rm -rf "$WORK"
+}
+
+switch_start() {
+	"$WORK/gswitchd" -config "$WORK/gswitchd.yaml" >"$1" 2>&1 &
+	PID=$!
+	sleep 1
+}
+
+switch_stop() {
+	if [ -n "${PID:-}" ]; then
+		kill "$PID" 2>/dev/null || true
+		wait "$PID" 2>/dev/null || true
+		PID=
+	fi
 }
