@@ -89,7 +89,8 @@ func server(args []string) error {
 	fmt.Fprintf(os.Stderr, "gsperf: serving on %s\n", conn.LocalAddr())
 	var st udp.ServerStats
 	err = udp.Serve(conn, stop, &st)
-	fmt.Printf("gsperf server: %d flows, %d complete, %d bytes, %d corrupt segments\n", st.Flows, st.Complete, st.Bytes, st.Corrupt)
+	fmt.Printf("gsperf server: %d flows, %d complete, %d bytes, %d corrupt segments, %d refused (receive window full), %d malformed datagrams, %d flows abandoned\n",
+		st.Flows, st.Complete, st.Bytes, st.Corrupt, st.Refused, st.Malformed, st.Abandoned)
 	return err
 }
 

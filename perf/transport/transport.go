@@ -98,10 +98,12 @@ func (openGate) Allow(int64, int) (bool, int64) { return true, 0 }
 // receiver checks, so a corrupted or misplaced byte is caught.
 func Fill(b []byte, flow, offset uint64) {
 	for i := range b {
-		o := offset + uint64(i)
-		b[i] = byte(o*7 + o>>8 + flow*13)
+		b[i] = pattern(flow, offset+uint64(i))
 	}
 }
+
+// pattern is the payload byte of flow at offset o.
+func pattern(flow, o uint64) byte { return byte(o*7 + o>>8 + flow*13) }
 
 // Segment states in the sender's scoreboard.
 const (

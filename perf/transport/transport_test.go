@@ -183,3 +183,42 @@ func TestReceiverCatchesCorruptBytes(t *testing.T) {
 		t.Fatalf("corrupt %d", r.Corrupt)
 	}
 }
+
+// A receiver keeps at most MaxPending out-of-order bytes; a segment beyond
+// that is refused and not acknowledged, so the sender will send it again.
+func TestReceiverBoundsOutOfOrderBytes(t *testing.T) {
+	const seg = 1000
+	r := NewReceiver(5)
+	p := make([]byte, seg)
+	acks := 0
+	out := func([]byte) { acks++ }
+	size := uint64(MaxPending + 10*seg)
+	// Offsets from seg on: every one out of order (byte 0 never arrives).
+	for off := uint64(seg); off+seg <= size; off += seg {
+		Fill(p, 5, off)
+		r.OnPacket(proto.Header{Type: proto.TypeData, Flow: 5, Seq: off, Size: size}, p, 1, out)
+	}
+	sent := int(size/seg) - 1
+	if r.Refused != uint64(sent-MaxPending/seg) || acks != MaxPending/seg {
+		t.Fatalf("%d segments: %d acked, %d refused; want %d and %d", sent, acks, r.Refused, MaxPending/seg, sent-MaxPending/seg)
+	}
+	// The missing first segment drains what was kept.
+	Fill(p, 5, 0)
+	r.OnPacket(proto.Header{Type: proto.TypeData, Flow: 5, Seq: 0, Size: size}, p, 2, out)
+	if r.Delivered() != MaxPending/seg*seg+seg || r.Corrupt != 0 {
+		t.Fatalf("delivered %d, corrupt %d", r.Delivered(), r.Corrupt)
+	}
+}
+
+// A later segment cannot change the size the first one announced.
+func TestReceiverSizeFromTheFirstSegment(t *testing.T) {
+	r := NewReceiver(1)
+	p := make([]byte, 10)
+	Fill(p, 1, 0)
+	r.OnPacket(proto.Header{Type: proto.TypeData, Flow: 1, Seq: 0, Size: 20}, p, 1, func([]byte) {})
+	Fill(p, 1, 10)
+	r.OnPacket(proto.Header{Type: proto.TypeData, Flow: 1, Seq: 10, Size: 1 << 40}, p, 2, func([]byte) {})
+	if r.Size() != 20 || !r.Complete() {
+		t.Fatalf("size %d, complete %v", r.Size(), r.Complete())
+	}
+}

@@ -24,18 +24,22 @@ import (
 // ServerStats count what a server received.
 type ServerStats struct {
 	Flows, Complete, Corrupt, Bytes uint64
+	Malformed                       uint64 // datagrams that are not gsperf data or probes
+	Refused                         uint64 // segments refused: a flow's out-of-order bytes at transport.MaxPending
+	Abandoned                       uint64 // flows forgotten after a minute without a segment, incomplete
 }
 
 // Serve receives flows on conn and acknowledges them until stop is closed.
-// Completed flows are kept for a while so late retransmissions still get acks.
+// Completed flows are kept for a while so late retransmissions still get
+// acks; incomplete flows are forgotten after a minute of silence.
 func Serve(conn *net.UDPConn, stop <-chan struct{}, st *ServerStats) error {
 	type key struct {
 		addr string
 		flow uint64
 	}
 	type entry struct {
-		r    *transport.Receiver
-		done time.Time
+		r          *transport.Receiver
+		done, last time.Time
 	}
 	flows := map[key]*entry{}
 	buf := make([]byte, 65536)
@@ -59,7 +63,8 @@ func Serve(conn *net.UDPConn, stop <-chan struct{}, st *ServerStats) error {
 		now := time.Since(start).Nanoseconds()
 		h, payload, err := proto.Decode(buf[:n])
 		if err != nil || (h.Type != proto.TypeData && h.Type != proto.TypeProbe) {
-			continue // not ours: counted by nobody, harmless
+			st.Malformed++
+			continue
 		}
 		k := key{addr.String(), h.Flow}
 		e := flows[k]
@@ -68,9 +73,11 @@ func Serve(conn *net.UDPConn, stop <-chan struct{}, st *ServerStats) error {
 			flows[k] = e
 			st.Flows++
 		}
-		corrupt := e.r.Corrupt
+		corrupt, refused := e.r.Corrupt, e.r.Refused
 		e.r.OnPacket(h, payload, now, func(b []byte) { conn.WriteToUDP(b, addr) })
 		st.Corrupt += e.r.Corrupt - corrupt
+		st.Refused += e.r.Refused - refused
+		e.last = time.Now()
 		if e.r.Complete() && e.done.IsZero() {
 			e.done = time.Now()
 			st.Complete++
@@ -78,8 +85,12 @@ func Serve(conn *net.UDPConn, stop <-chan struct{}, st *ServerStats) error {
 		}
 		if time.Since(lastSweep) > 5*time.Second {
 			for k, e := range flows {
-				if !e.done.IsZero() && time.Since(e.done) > 30*time.Second {
+				switch {
+				case !e.done.IsZero() && time.Since(e.done) > 30*time.Second:
 					delete(flows, k)
+				case e.done.IsZero() && time.Since(e.last) > time.Minute:
+					delete(flows, k)
+					st.Abandoned++
 				}
 			}
 			lastSweep = time.Now()
