@@ -149,6 +149,9 @@ func client(args []string) error {
 		}
 	}
 	var paceBits uint64
+	if *paceBurst < 1 {
+		return fmt.Errorf("-pace-burst: %d (at least one segment)", *paceBurst)
+	}
 	if *pace != "" {
 		if paceBits, err = config.ParseRate(*pace); err != nil || paceBits == 0 {
 			return fmt.Errorf("-pace: %q is not a positive rate", *pace)

@@ -245,9 +245,7 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	drain := func() {
 		for {
 			n := 0
-			raw.Control(func(fd uintptr) {
-				n, _, _ = unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
-			})
+			raw.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), buf) }) // Go's sockets are non-blocking
 			if n <= 0 {
 				return
 			}
