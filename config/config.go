@@ -9,18 +9,23 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gswitch/gswitch/config/units"
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/sched"
 	"gopkg.in/yaml.v3"
 )
 
 // Config is the whole file.
 type Config struct {
+	// SwitchID identifies the switch in the frames it emits (1..65535, default 1).
+	SwitchID int `yaml:"switch_id"`
 	// Ports are the switch ports, in the order of their indices.
 	Ports []Port `yaml:"ports"`
 	// Workers is the number of forwarding goroutines (0 = half the CPUs, at least 1).
@@ -86,29 +91,41 @@ type Port struct {
 	PCPMap map[int]int `yaml:"pcp_map"`
 	// RxQueues is the number of rx queues to bind (0 or absent = all of the interface's).
 	RxQueues int `yaml:"rx_queues"`
-	// BytesPerRound is AFQ's BpR, e.g. 1514 (default one full frame).
-	BytesPerRound string `yaml:"bytes_per_round"`
-	// Sketch is AFQ's count-min sketch size (default 4 x 16384, the paper's prototype).
-	Sketch struct {
-		Rows int `yaml:"rows"`
-		Cols int `yaml:"cols"`
-	} `yaml:"sketch"`
-	// ECNRounds makes AFQ mark ECN-capable packets this many rounds ahead CE (0 = off).
-	ECNRounds int    `yaml:"ecn_rounds"`
-	BPRBytes  uint64 `yaml:"-"`
-	// Rank is where pfabric takes a packet's priority from: gsperf (the gsperf
-	// header's priority field; the default), las (bytes the flow has sent so
-	// far, estimated in the switch) or packet (set by an earlier stage).
-	Rank string `yaml:"rank"`
+	// Role is host (default: faces end hosts) or fabric (faces another switch):
+	// control frames of the mechanisms are accepted only on fabric ports.
+	Role string `yaml:"role"`
+	// MAC is the port's own address, the source of frames the switch emits
+	// (default: the interface's MAC).
+	MAC string `yaml:"mac"`
 	// RTT is the port's base round-trip time, for pfabric's default buffer of two BDPs (default 200us).
-	RTT    string        `yaml:"rtt"`
-	RTTDur time.Duration `yaml:"-"`
+	RTT string `yaml:"rtt"`
+	// Mechanisms enables congestion-control mechanisms on the port, each with
+	// its own keys, e.g. {afq: {bytes_per_round: 1514}}; their hooks run in
+	// the order listed.
+	Mechanisms yaml.Node `yaml:"mechanisms"`
 
+	RTTDur    time.Duration    `yaml:"-"`
+	RoleValue mech.Role        `yaml:"-"`
+	MACAddr   net.HardwareAddr `yaml:"-"`
+	Mechs     []Mechanism      `yaml:"-"`
 	RateBits         uint64 `yaml:"-"`
 	BurstBytes       int64  `yaml:"-"`
 	BufferBytes      uint64 `yaml:"-"`
 	QueueBufferBytes uint64 `yaml:"-"`
 }
+
+// Mechanism is one mechanism enabled on a port, with its decoded config
+// (the value its mech.Spec.Config made).
+type Mechanism struct {
+	Name   string
+	Config any
+}
+
+// Bounds.
+const (
+	MaxUMEM  = 8 << 30 // bytes of UMEM (frames x frame_size)
+	MaxBurst = 1 << 32 // bytes of a shaper's bucket
+)
 
 // Defaults.
 const (
@@ -159,6 +176,9 @@ func Parse(b []byte) (*Config, error) {
 func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == reflect.TypeOf(yaml.Node{}) {
+		return nil // checked by whoever decodes it
 	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
@@ -224,6 +244,15 @@ func (c *Config) validate() error {
 	}
 	if c.Frames < 1024 || c.Frames > 1<<22 {
 		return fmt.Errorf("frames: %d out of range [1024, %d]", c.Frames, 1<<22)
+	}
+	if umem := uint64(c.Frames) * uint64(c.FrameSize); umem > MaxUMEM {
+		return fmt.Errorf("frames: %d frames of %d B make a %d MiB UMEM, more than %d MiB (lower frames or frame_size)", c.Frames, c.FrameSize, umem>>20, MaxUMEM>>20)
+	}
+	if c.SwitchID == 0 {
+		c.SwitchID = 1
+	}
+	if c.SwitchID < 1 || c.SwitchID > 65535 {
+		return fmt.Errorf("switch_id: %d out of range [1, 65535]", c.SwitchID)
 	}
 	switch c.XDPMode {
 	case "":
@@ -300,6 +329,9 @@ func (c *Config) validate() error {
 		if b, err = ParseSize(p.Burst); err != nil {
 			return fmt.Errorf("%s.burst: %w", f, err)
 		}
+		if b > MaxBurst {
+			return fmt.Errorf("%s.burst: %s is more than %d B (the shaper counts burst x 1e9 in 64 bits)", f, p.Burst, uint64(MaxBurst))
+		}
 		p.BurstBytes = int64(b)
 		if p.BurstBytes != 0 && p.BurstBytes < 1538 {
 			return fmt.Errorf("%s.burst: %s is less than one full-size frame on the wire (1538 B)", f, p.Burst)
@@ -316,26 +348,30 @@ func (c *Config) validate() error {
 		if p.Scheduler == "" {
 			p.Scheduler = "fifo"
 		}
-		if !knownScheduler(p.Scheduler) {
-			return fmt.Errorf("%s.scheduler: %q (use one of %s)", f, p.Scheduler, strings.Join(Schedulers, ", "))
+		spec, ok := sched.Lookup(p.Scheduler)
+		if !ok {
+			return fmt.Errorf("%s.scheduler: %q (use one of %s)", f, p.Scheduler, strings.Join(sched.Names(), ", "))
 		}
 		if p.Queues < 0 || p.Queues > 64 {
 			return fmt.Errorf("%s.queues: %d out of range (0 = 32, up to 64)", f, p.Queues)
 		}
-		if p.QueueBufferBytes, err = ParseSize(p.QueueBuffer); err != nil {
+		if p.QueueBufferBytes, err = units.ParseSize(p.QueueBuffer); err != nil {
 			return fmt.Errorf("%s.queue_buffer: %w", f, err)
 		}
 		if p.Quantum != 0 && (p.Quantum < 64 || p.Quantum > 1<<20) {
 			return fmt.Errorf("%s.quantum: %d out of range [64, 1048576] bytes", f, p.Quantum)
 		}
 		switch p.Classify {
-		case "", "dscp", "pcp":
+		case "", "dscp", "pcp", "queue":
 		default:
-			return fmt.Errorf("%s.classify: %q (use dscp or pcp)", f, p.Classify)
+			return fmt.Errorf("%s.classify: %q (use dscp, pcp or queue: the queue a mechanism chose)", f, p.Classify)
 		}
 		nq := p.Queues
 		if nq == 0 {
-			nq = 32
+			nq = sched.DefaultQueues
+		}
+		if spec.OneQueue {
+			nq = 1
 		}
 		for k, v := range p.DSCPMap {
 			if k < 0 || k > 63 || v < 0 || v >= nq {
@@ -347,46 +383,40 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s.pcp_map: %d: %d (PCP 0..7 to a queue 0..%d)", f, k, v, nq-1)
 			}
 		}
-		if p.BPRBytes, err = ParseSize(p.BytesPerRound); err != nil || p.BPRBytes > 1<<20 || p.BPRBytes != 0 && p.BPRBytes < 64 {
-			return fmt.Errorf("%s.bytes_per_round: %q (a size from 64 B to 1 MiB; default one full frame)", f, p.BytesPerRound)
-		}
-		if p.Sketch.Rows < 0 || p.Sketch.Rows > 8 || p.Sketch.Cols < 0 || p.Sketch.Cols > 1<<22 || p.Sketch.Cols&(p.Sketch.Cols-1) != 0 {
-			return fmt.Errorf("%s.sketch: %d x %d (rows up to 8, columns a power of two up to 4194304)", f, p.Sketch.Rows, p.Sketch.Cols)
-		}
-		if p.RTTDur, err = duration(f+".rtt", p.RTT, 200*time.Microsecond); err != nil {
-			return err
-		}
-		switch p.Rank {
-		case "":
-			p.Rank = "gsperf"
-		case "gsperf", "las", "packet":
-		default:
-			return fmt.Errorf("%s.rank: %q (use gsperf, las or packet)", f, p.Rank)
+		if p.RTTDur, err = units.ParseDuration(p.RTT, 200*time.Microsecond); err != nil {
+			return fmt.Errorf("%s.rtt: %w", f, err)
 		}
 		if p.Scheduler == "pfabric" && p.Buffer == "" && p.RateBits > 0 {
 			// Two bandwidth-delay products, at least 16 full frames.
 			p.BufferBytes = max(uint64(2*float64(p.RateBits)/8*p.RTTDur.Seconds()), 16*1514)
 		}
-		if p.ECNRounds < 0 || p.ECNRounds > 64 {
-			return fmt.Errorf("%s.ecn_rounds: %d out of range [0, 64]", f, p.ECNRounds)
+		if p.RoleValue, err = mech.ParseRole(p.Role); err != nil {
+			return fmt.Errorf("%s.role: %w", f, err)
+		}
+		if p.MAC != "" {
+			if p.MACAddr, err = net.ParseMAC(p.MAC); err != nil || len(p.MACAddr) != 6 || p.MACAddr[0]&1 != 0 {
+				return fmt.Errorf("%s.mac: %q is not a unicast Ethernet address (write e.g. 02:00:00:00:01:01)", f, p.MAC)
+			}
+		}
+		info := mech.PortInfo{Name: p.Name, Role: p.RoleValue, RateBits: p.RateBits, Scheduler: p.Scheduler, Queues: nq}
+		if p.Mechs, err = decodeMechanisms(&p.Mechanisms, f+".mechanisms", info); err != nil {
+			return err
+		}
+		var names []string
+		for _, m := range p.Mechs {
+			names = append(names, m.Name)
+		}
+		if err := mech.Check(names, p.Scheduler); err != nil {
+			if len(names) == 0 {
+				return fmt.Errorf("%s.scheduler: %w", f, err)
+			}
+			return fmt.Errorf("%s.mechanisms: %w", f, err)
 		}
 		if p.RxQueues < 0 || p.RxQueues > 64 {
 			return fmt.Errorf("%s.rx_queues: %d out of range (0 = all rx queues, up to 64)", f, p.RxQueues)
 		}
 	}
 	return nil
-}
-
-// Schedulers are the scheduler names the config accepts.
-var Schedulers = []string{"fifo", "prio", "drr", "sfq", "rsp", "afq", "pfabric"}
-
-func knownScheduler(s string) bool {
-	for _, k := range Schedulers {
-		if k == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Check runs the checks that need the host: lookup returns an error when an
@@ -401,52 +431,60 @@ func (c *Config) Check(lookup func(name string) error) error {
 }
 
 func duration(field, s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s: %q is not a duration (write e.g. 50us, 300s, 5m)", field, s)
+	d, err := units.ParseDuration(s, def)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", field, err)
 	}
 	return d, nil
 }
 
-// ParseRate reads a bit rate such as 100Mbit, 1.5Gbit, 10gbps or 500kbit.
-// A bare number is bit/s. Empty means unlimited (0).
-func ParseRate(s string) (uint64, error) {
-	if s == "" || s == "0" || s == "unlimited" {
-		return 0, nil
-	}
-	num, unit := splitUnit(s)
-	v, err := strconv.ParseFloat(num, 64)
-	mult := map[string]float64{"": 1, "bit": 1, "bps": 1, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6, "gbit": 1e9, "gbps": 1e9, "tbit": 1e12, "tbps": 1e12}
-	m, ok := mult[strings.ToLower(unit)]
-	if err != nil || !ok || v <= 0 {
-		return 0, fmt.Errorf("%q is not a rate (write e.g. 100Mbit, 1.5Gbit or 10Gbit; units are bits per second)", s)
-	}
-	return uint64(v * m), nil
-}
+// ParseRate reads a bit rate such as 100Mbit (see units.ParseRate).
+func ParseRate(s string) (uint64, error) { return units.ParseRate(s) }
 
-// ParseSize reads a size in bytes such as 1500, 64KB, 1MiB or 2MB (KB = 1000, KiB = 1024).
-func ParseSize(s string) (uint64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	num, unit := splitUnit(s)
-	v, err := strconv.ParseFloat(num, 64)
-	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "kib": 1 << 10, "mb": 1e6, "mib": 1 << 20, "gb": 1e9, "gib": 1 << 30}
-	m, ok := mult[strings.ToLower(unit)]
-	if err != nil || !ok || v < 0 {
-		return 0, fmt.Errorf("%q is not a size (write e.g. 1500, 64KB, 1MiB)", s)
-	}
-	return uint64(v * m), nil
-}
+// ParseSize reads a size such as 64KB (see units.ParseSize).
+func ParseSize(s string) (uint64, error) { return units.ParseSize(s) }
 
-func splitUnit(s string) (num, unit string) {
-	s = strings.TrimSpace(s)
-	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if i < 0 {
-		return s, ""
+// decodeMechanisms decodes a port's mechanisms: mapping, in order: each
+// key must be a registered mechanism, its value a mapping of that
+// mechanism's keys (or empty for the defaults).
+func decodeMechanisms(n *yaml.Node, path string, info mech.PortInfo) ([]Mechanism, error) {
+	if n.Kind == 0 {
+		return nil, nil
 	}
-	return s[:i], strings.TrimSpace(s[i:])
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: line %d: a mapping of mechanism names to their settings, e.g. {afq: {bytes_per_round: 1514}}", path, n.Line)
+	}
+	var out []Mechanism
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, val := n.Content[i].Value, n.Content[i+1]
+		spec, ok := mech.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: line %d: unknown mechanism %q (known: %s)", path, n.Content[i].Line, name, strings.Join(mech.Names(), ", "))
+		}
+		for _, m := range out {
+			if m.Name == name {
+				return nil, fmt.Errorf("%s.%s: listed twice", path, name)
+			}
+		}
+		cfg := spec.Config()
+		p := path + "." + name
+		if val.Kind != yaml.ScalarNode || val.Tag != "!!null" {
+			if val.Kind != yaml.MappingNode {
+				return nil, fmt.Errorf("%s: line %d: a mapping of %s's settings (or nothing, for the defaults)", p, val.Line, name)
+			}
+			if err := checkKeys(val, reflect.TypeOf(cfg), p); err != nil {
+				return nil, err
+			}
+			if err := val.Decode(cfg); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+		}
+		if v, ok := cfg.(mech.Validator); ok {
+			if err := v.Validate(info); err != nil {
+				return nil, fmt.Errorf("%s.%w", p, err)
+			}
+		}
+		out = append(out, Mechanism{Name: name, Config: cfg})
+	}
+	return out, nil
 }

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gswitch/gswitch/mech/afq"
+	_ "github.com/gswitch/gswitch/mech/all"
+	"github.com/gswitch/gswitch/mech/pfabric"
 )
 
 func TestParseGood(t *testing.T) {
@@ -64,16 +68,89 @@ func TestParseErrorsNameTheField(t *testing.T) {
 }
 
 func TestPFabricDefaults(t *testing.T) {
-	c, err := Parse([]byte("ports: [{interface: a, scheduler: pfabric, rate: 1Gbit, rtt: 100us}, {interface: b, scheduler: pfabric, rate: 10Mbit}]"))
+	c, err := Parse([]byte(`
+ports:
+  - {interface: a, scheduler: pfabric, rate: 1Gbit, rtt: 100us, mechanisms: {pfabric: {}}}
+  - {interface: b, scheduler: pfabric, rate: 10Mbit, mechanisms: {pfabric: {rank: las}}}
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 2 x 1 Gbit/s x 100 us = 25,000 B; the second port's 2 BDPs are below 16 frames.
-	if c.Ports[0].BufferBytes != 25000 || c.Ports[1].BufferBytes != 16*1514 || c.Ports[0].Rank != "gsperf" {
+	if c.Ports[0].BufferBytes != 25000 || c.Ports[1].BufferBytes != 16*1514 {
 		t.Fatalf("%+v", c.Ports)
 	}
-	if _, err := Parse([]byte("ports: [{interface: a, rank: size}]")); err == nil || !strings.Contains(err.Error(), "ports[0].rank") {
-		t.Fatalf("err %v", err)
+	if r := c.Ports[0].Mechs[0].Config.(*pfabric.Config).Rank; r != "gsperf" {
+		t.Fatalf("default rank %q", r)
+	}
+	if r := c.Ports[1].Mechs[0].Config.(*pfabric.Config).Rank; r != "las" {
+		t.Fatalf("rank %q", r)
+	}
+}
+
+func TestMechanisms(t *testing.T) {
+	c, err := Parse([]byte(`
+ports:
+  - interface: a
+    scheduler: rsp
+    queues: 16
+    role: fabric
+    mac: "02:00:00:00:00:07"
+    mechanisms:
+      afq: {bytes_per_round: 3KB, sketch: {rows: 2, cols: 1024}, ecn_rounds: 4}
+switch_id: 9
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Ports[0]
+	a := p.Mechs[0].Config.(*afq.Config)
+	if p.Mechs[0].Name != "afq" || a.BytesPerRound != 3000 || a.Sketch.Rows != 2 || a.Sketch.Cols != 1024 || a.ECNRounds != 4 {
+		t.Fatalf("afq config %+v", a)
+	}
+	if p.RoleValue.String() != "fabric" || p.MACAddr.String() != "02:00:00:00:00:07" || c.SwitchID != 9 {
+		t.Fatalf("port %+v switch %d", p, c.SwitchID)
+	}
+	// Defaults when the mechanism has no settings.
+	c, err = Parse([]byte("ports: [{interface: a, scheduler: rsp, mechanisms: {afq: }}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Ports[0].Mechs[0].Config.(*afq.Config); a.BytesPerRound != 1514 || a.Sketch.Rows != 4 {
+		t.Fatalf("defaults %+v", a)
+	}
+}
+
+func TestMechanismErrorsNameTheField(t *testing.T) {
+	cases := map[string]string{
+		"ports: [{interface: a, mechanisms: {bogus: {}}}]":                                          `ports[0].mechanisms: line 1: unknown mechanism "bogus"`,
+		"ports: [{interface: a, scheduler: rsp, mechanisms: {afq: {bpr: 3}}}]":                      `unknown key "bpr" in ports[0].mechanisms.afq`,
+		"ports: [{interface: a, scheduler: rsp, mechanisms: {afq: {bytes_per_round: 10}}}]":         "ports[0].mechanisms.afq.bytes_per_round",
+		"ports: [{interface: a, scheduler: rsp, mechanisms: {afq: {bytes_per_round: lots}}}]":       "ports[0].mechanisms.afq",
+		"ports: [{interface: a, scheduler: rsp, mechanisms: {afq: {sketch: {rows: 9}}}}]":           "ports[0].mechanisms.afq.sketch",
+		"ports: [{interface: a, scheduler: drr, mechanisms: {afq: {}}}]":                            "mechanism afq works with scheduler [rsp], not with scheduler drr",
+		"ports: [{interface: a, scheduler: pfabric}]":                                               "ports[0].scheduler: scheduler pfabric orders packets by a rank that a mechanism sets: enable one of [pfabric]",
+		"ports: [{interface: a, scheduler: rsp}]":                                                   "enable one of [afq]",
+		"ports: [{interface: a, scheduler: pfabric, mechanisms: {pfabric: {rank: size}}}]":          "ports[0].mechanisms.pfabric.rank",
+		"ports: [{interface: a, scheduler: pfabric, mechanisms: {pfabric: {}, afq: {}}}]":           "mechanism afq works with scheduler [rsp]",
+		"ports: [{interface: a, mechanisms: [afq]}]":                                                "ports[0].mechanisms: line 1: a mapping",
+		"ports: [{interface: a, scheduler: rsp, mechanisms: {afq: 3}}]":                             "ports[0].mechanisms.afq: line 1: a mapping",
+		"ports: [{interface: a, role: spine}]":                                                      "ports[0].role",
+		"ports: [{interface: a, mac: 01:00:5e:00:00:01}]":                                           "ports[0].mac",
+		"ports: [{interface: a, scheduler: afq}]":                                                   "ports[0].scheduler: \"afq\" (use one of",
+		"ports: [{interface: a}]\nswitch_id: 70000":                                                "switch_id",
+		"ports: [{interface: a}]\nframes: 4194304\nframe_size: 4096":                              "frames: 4194304 frames of 4096 B make a 16384 MiB UMEM",
+		"ports: [{interface: a, rate: 100Mbit, burst: 10GB}]":                                       "ports[0].burst: 10GB is more than",
+		"ports: [{interface: a, buffer: 1e30}]":                                                     "ports[0].buffer",
+		"ports: [{interface: a, rate: 1e30}]":                                                       "ports[0].rate",
+		"ports: [{interface: a}]\nbuffer: 2TiB":                                                    "buffer",
+		"ports: [{interface: a, rtt: 2h}]":                                                          "ports[0].rtt",
+	}
+	for in, want := range cases {
+		_, err := Parse([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to contain %q", in, err, want)
+		}
 	}
 }
 

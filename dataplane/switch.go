@@ -3,16 +3,19 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/dataplane/l2"
-	"github.com/gswitch/gswitch/dataplane/pkt"
 	"github.com/gswitch/gswitch/dataplane/ring"
 	"github.com/gswitch/gswitch/dataplane/shaper"
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 	"github.com/gswitch/gswitch/sched"
 	"golang.org/x/sys/unix"
@@ -38,30 +41,31 @@ func (c monoClock) Now() int64 { return int64(time.Since(c.base)) }
 // PortConfig configures one switch port.
 type PortConfig struct {
 	Name        string
-	RateBits    uint64 // egress line rate in bit/s; 0 = unlimited
-	BurstBytes  int64  // shaper burst; 0 = default
-	BufferBytes uint64 // the port's egress buffer limit in bytes
-	MaxPackets  int    // the port's egress packet limit; 0 = min(BufferBytes/128, 8192)
-	Scheduler   string // registered scheduler name; "" = fifo
-	Queues      int    // egress queues (0 = 32; fifo uses one)
-	QueueBytes  uint64 // static per-queue limit (0 = BufferBytes)
-	Quantum     int    // DRR/SFQ quantum (0 = 1514)
+	Role        mech.Role
+	MAC         net.HardwareAddr // the port's own MAC (source of frames the switch emits); nil = derived from the switch id and the port index
+	RateBits    uint64           // egress line rate in bit/s; 0 = unlimited
+	BurstBytes  int64            // shaper burst; 0 = default
+	BufferBytes uint64           // the port's egress buffer limit in bytes
+	MaxPackets  int              // the port's egress packet limit; 0 = min(BufferBytes/128, 8192)
+	Scheduler   string           // registered scheduler name; "" = fifo
+	Queues      int              // egress queues (0 = 32; fifo and pfabric use one)
+	QueueBytes  uint64           // static per-queue limit (0 = BufferBytes)
+	Quantum     int              // DRR/SFQ quantum (0 = 1514)
 	Classify    sched.Classifier
-	AFQ         AFQConfig
-	Rank        string // pfabric: sched.RankGsperf, RankLAS or RankPacket ("" = packet)
+	Mechanisms  []MechConfig // mechanisms enabled on the port, in the order their hooks run
 }
 
-// AFQConfig configures the afq scheduler of a port.
-type AFQConfig struct {
-	BytesPerRound int // BpR (0 = 1514)
-	SketchRows    int // count-min rows (0 = 4)
-	SketchCols    int // count-min columns (0 = 16384)
-	ECNRounds     int // mark CE this many rounds ahead (0 = off)
+// MechConfig enables a registered mechanism on a port with its config (the
+// value its Spec.Config returned, decoded).
+type MechConfig struct {
+	Name   string
+	Config any
 }
 
 // Config configures a Switch.
 type Config struct {
 	Ports        []PortConfig
+	SwitchID     uint16        // carried in frames the switch emits (0 = 1)
 	Workers      int           // 0 = DefaultWorkers()
 	MACTableSize int           // 0 = 4096
 	MACAging     time.Duration // 0 = 300 s
@@ -71,41 +75,16 @@ type Config struct {
 	SpinTime     time.Duration // how long an idle worker polls before sleeping; 0 = 50 µs
 	SharedBuffer uint64        // bytes of the buffer all egress queues share; 0 = half the UMEM
 	Alpha        float64       // dynamic threshold: a queue may take Alpha x the free buffer; 0 = off (gswitchd's config defaults to 1)
+	QueueFrames  float64       // fraction of each worker's UMEM frames the queues may hold (0 = 0.5)
 	Clock        Clock         // nil = monotonic time
 }
-
-// DropReason says why the switch dropped a frame.
-type DropReason uint8
-
-// Drop reasons, each a label value of gswitch_drops_total.
-const (
-	DropMalformed     DropReason = iota // the parser refused the frame (see gswitch_malformed_total)
-	DropBufferFull                      // the switch's shared buffer was full
-	DropPortLimit                       // the egress port's byte or packet limit
-	DropQueueLimit                      // the egress queue's limit or dynamic threshold
-	DropEvicted                         // pushed out by a better packet (pFabric)
-	DropRoundOverflow                   // too many rounds ahead (AFQ/RSP)
-	DropHandoffFull                     // the ring to the egress port's worker was full
-	DropNoFrames                        // no free frame for a flooded copy
-	DropSamePort                        // destination learnt on the ingress port (filtered)
-	DropBadDesc                         // the device returned a descriptor outside the UMEM
-	NumDropReasons
-)
-
-var dropNames = [...]string{"malformed", "buffer_full", "port_limit", "queue_limit", "evicted", "round_overflow", "handoff_full", "no_frames", "same_port", "bad_descriptor"}
-
-// fromQueues maps a traffic-manager drop to its reason.
-var fromQueues = [queues.NumDrops]DropReason{
-	queues.BufferFull: DropBufferFull, queues.PortLimit: DropPortLimit, queues.QueueLimit: DropQueueLimit,
-	queues.Evicted: DropEvicted, queues.RoundOverflow: DropRoundOverflow,
-}
-
-func (r DropReason) String() string { return dropNames[r] }
 
 // Port is one switch port: its sockets (one per rx queue) and its egress.
 type Port struct {
 	Index int
 	Name  string
+	Role  mech.Role
+	MAC   net.HardwareAddr
 
 	links  []Link
 	txLink Link
@@ -114,12 +93,30 @@ type Port struct {
 
 	sched   sched.Scheduler
 	evictor sched.Evictor // the scheduler, when one arrival can evict several packets (nil otherwise)
-	ctrl    *queues.FIFO  // frames the switch emits: served first, never paused
+	ctrl    *queues.FIFO  // control lane: frames the switch emits, served first, never paused
+	credit  *creditLane   // credit lane (nil until a mechanism sets it up)
 	shaper  *shaper.Bucket
-	in      []*ring.SPSC[pkt.Packet] // in[w]: packets handed over by worker w (nil for the egress worker)
+	in      []*ring.SPSC[pkt.Packet] // in[w]: data packets handed over by worker w (nil for the egress worker)
+	emitIn  []*ring.SPSC[pkt.Packet] // emitIn[w]: frames worker w emits on this port (nil for the egress worker)
 
+	admit    []mech.AdmitHook   // mechanisms' hooks, in config order
+	observe  []mech.ObserveHook //
+	egressH  []mech.EgressHook  //
+	ingressH []mech.IngressHook // run on the receiving worker after forwarding
+	mechs    []string           // names of the mechanisms enabled on the port
+
+	frames        int64        // egress owner: frames in the port's data queues
+	down          atomic.Bool  // the interface is down or gone
+	flushed       bool         // egress owner: the queues were flushed since it went down
 	txOutstanding atomic.Int64 // frames on the tx ring not yet completed
 	txDescs       []afxdp.Desc
+}
+
+// creditLane is a port's lane for credits: a small FIFO under its own
+// token bucket, served before data when the bucket allows.
+type creditLane struct {
+	q      *queues.FIFO
+	bucket *shaper.Bucket
 }
 
 // Scheduler returns the port's egress scheduler (for metrics: Depth only).
@@ -131,8 +128,17 @@ func (p *Port) PauseQueue(q int) { p.sched.Pause(q) }
 // ResumeQueue serves egress queue q again (any goroutine).
 func (p *Port) ResumeQueue(q int) { p.sched.Resume(q) }
 
-// ControlDepth is the depth of the port's control queue (any goroutine).
+// ControlDepth is the depth of the port's control lane (any goroutine).
 func (p *Port) ControlDepth() (uint64, uint32) { return p.ctrl.Depth() }
+
+// CreditDepth is the depth of the port's credit lane, and whether it has one (any goroutine).
+func (p *Port) CreditDepth() (uint64, uint32, bool) {
+	if p.credit == nil {
+		return 0, 0, false
+	}
+	b, n := p.credit.q.Depth()
+	return b, n, true
+}
 
 // RateBits returns the port's shaper rate in bit/s (0 = unlimited).
 func (p *Port) RateBits() uint64 { return p.shaper.RateBits() }
@@ -140,23 +146,37 @@ func (p *Port) RateBits() uint64 { return p.shaper.RateBits() }
 // Links returns the port's per-queue links.
 func (p *Port) Links() []Link { return p.links }
 
+// Down reports whether the port is down (any goroutine).
+func (p *Port) Down() bool { return p.down.Load() }
+
+// Mechanisms lists the mechanisms enabled on the port.
+func (p *Port) Mechanisms() []string { return p.mechs }
+
 // Switch is the forwarding engine.
 type Switch struct {
-	cfg        Config
-	mem        []byte
-	frameSize  uint64
-	numFrames  uint32
-	perWorker  uint32
-	ports      []*Port
-	workers    []*worker
-	mac        *l2.Table
-	buffer     *queues.Buffer
-	clock      Clock
-	stopping   atomic.Bool
-	wg         sync.WaitGroup
-	started    bool
-	runErrOnce sync.Once
-	runErr     error
+	cfg          Config
+	mem          []byte
+	frameSize    uint64
+	numFrames    uint32
+	perWorker    uint32
+	ports        []*Port
+	workers      []*worker
+	mac          *l2.Table
+	buffer       *queues.Buffer
+	clock        Clock
+	mechs        []mechInstance
+	control      [256]mech.ControlHook // handler of each GC type, if a mechanism of this switch claims it
+	stateGen     atomic.Uint64         // bumped when a port goes down or up
+	frameLimit   int64                 // frames all data queues together may hold (the workers' queueLimits)
+	queuedFrames atomic.Int64          // frames in all data queues
+	stopping     atomic.Bool
+	wg           sync.WaitGroup
+	started      bool
+}
+
+type mechInstance struct {
+	name string
+	inst mech.Instance
 }
 
 // New builds a switch over mem (the UMEM, a whole number of frameSize
@@ -165,11 +185,11 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	if len(cfg.Ports) == 0 || len(cfg.Ports) != len(links) {
 		return nil, fmt.Errorf("need one link list per port (%d ports, %d link lists)", len(cfg.Ports), len(links))
 	}
-	if len(cfg.Ports) > 1<<15 {
-		return nil, fmt.Errorf("too many ports (%d)", len(cfg.Ports))
+	if len(cfg.Ports) > 4096 {
+		return nil, fmt.Errorf("too many ports (%d, at most 4096)", len(cfg.Ports))
 	}
-	if frameSize == 0 || frameSize&(frameSize-1) != 0 || len(mem)%int(frameSize) != 0 {
-		return nil, fmt.Errorf("UMEM of %d bytes is not a whole number of %d-byte frames", len(mem), frameSize)
+	if frameSize == 0 || frameSize&(frameSize-1) != 0 || len(mem)%int(frameSize) != 0 || frameSize < 2*pkt.Headroom {
+		return nil, fmt.Errorf("UMEM of %d bytes is not a whole number of %d-byte frames (at least %d B each)", len(mem), frameSize, 2*pkt.Headroom)
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers()
@@ -182,6 +202,9 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		nlinks += len(l)
 	}
 	cfg.Workers = min(cfg.Workers, nlinks)
+	if cfg.SwitchID == 0 {
+		cfg.SwitchID = 1
+	}
 	if cfg.MACTableSize == 0 {
 		cfg.MACTableSize = 4096
 	}
@@ -194,6 +217,12 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	if cfg.SpinTime == 0 {
 		cfg.SpinTime = 50 * time.Microsecond
 	}
+	if cfg.QueueFrames == 0 {
+		cfg.QueueFrames = 0.5
+	}
+	if cfg.QueueFrames < 0.05 || cfg.QueueFrames > 0.9 {
+		return nil, fmt.Errorf("queue frames fraction %v out of range [0.05, 0.9]", cfg.QueueFrames)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = monoClock{time.Now()}
 	}
@@ -203,8 +232,8 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	}
 	s.buffer = queues.NewBuffer(cfg.SharedBuffer)
 	s.perWorker = s.numFrames / uint32(cfg.Workers)
-	if s.perWorker < 4*BatchSize {
-		return nil, fmt.Errorf("%d frames are too few for %d workers (need %d each)", s.numFrames, cfg.Workers, 4*BatchSize)
+	if s.perWorker < 8*BatchSize {
+		return nil, fmt.Errorf("%d frames are too few for %d workers (need %d each)", s.numFrames, cfg.Workers, 8*BatchSize)
 	}
 	var err error
 	if s.mac, err = l2.New(cfg.MACTableSize, int64(cfg.MACAging)); err != nil {
@@ -212,7 +241,10 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	}
 	now := s.clock.Now()
 	for i, pc := range cfg.Ports {
-		p := &Port{Index: i, Name: pc.Name, links: links[i], txLink: links[i][0], txDescs: make([]afxdp.Desc, BatchSize)}
+		p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: pc.MAC, links: links[i], txLink: links[i][0], txDescs: make([]afxdp.Desc, 2*BatchSize)}
+		if len(p.MAC) != 6 {
+			p.MAC = net.HardwareAddr{0x02, 0x67, 0x73, byte(cfg.SwitchID >> 8), byte(cfg.SwitchID), byte(i)}
+		}
 		if pc.BufferBytes == 0 {
 			pc.BufferBytes = 1 << 20
 		}
@@ -223,13 +255,11 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			pc.Scheduler = "fifo"
 		}
 		if p.sched, err = sched.New(pc.Scheduler, sched.Params{Queues: pc.Queues, PortBytes: pc.BufferBytes, PortPackets: pc.MaxPackets,
-			QueueBytes: pc.QueueBytes, Alpha: cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify,
-			BytesPerRound: pc.AFQ.BytesPerRound, SketchRows: pc.AFQ.SketchRows, SketchCols: pc.AFQ.SketchCols, ECNRounds: pc.AFQ.ECNRounds,
-			Rank: pc.Rank, Mem: mem}); err != nil {
+			QueueBytes: pc.QueueBytes, Alpha: cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify}); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 		}
 		p.evictor, _ = p.sched.(sched.Evictor)
-		if p.ctrl, err = queues.NewFIFO(64<<10, 256); err != nil {
+		if p.ctrl, err = queues.NewFIFO(256<<10, 256); err != nil {
 			return nil, err
 		}
 		if p.shaper, err = shaper.New(pc.RateBits, pc.BurstBytes, now); err != nil {
@@ -244,6 +274,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			return nil, err
 		}
 		s.workers = append(s.workers, wk)
+		s.frameLimit += wk.queueLimit
 	}
 	// Sockets go to workers round-robin; a port's egress goes with its first socket.
 	k := 0
@@ -258,18 +289,122 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		p.egress = p.owner[0]
 		s.workers[p.egress].egress = append(s.workers[p.egress].egress, p)
 		p.in = make([]*ring.SPSC[pkt.Packet], cfg.Workers)
+		p.emitIn = make([]*ring.SPSC[pkt.Packet], cfg.Workers)
 		for w := range s.workers {
 			if w != p.egress {
 				if p.in[w], err = ring.New[pkt.Packet](nextPow2(cfg.HandoffSize)); err != nil {
 					return nil, err
 				}
+				if p.emitIn[w], err = ring.New[pkt.Packet](256); err != nil {
+					return nil, err
+				}
 			}
 		}
+	}
+	if err := s.buildMechanisms(cfg.Ports); err != nil {
+		s.closeWorkers()
+		return nil, err
 	}
 	for _, w := range s.workers {
 		w.prime()
 	}
 	return s, nil
+}
+
+// buildMechanisms creates one instance of every mechanism enabled on some
+// port and wires its hooks into the ports' lists.
+func (s *Switch) buildMechanisms(pcs []PortConfig) error {
+	var names []string
+	seen := map[string]bool{}
+	for i, pc := range pcs {
+		var on []string
+		for _, m := range pc.Mechanisms {
+			on = append(on, m.Name)
+			if !seen[m.Name] {
+				seen[m.Name] = true
+				names = append(names, m.Name)
+			}
+		}
+		if err := mech.Check(on, s.ports[i].schedName(pc)); err != nil {
+			return fmt.Errorf("port %q: %w", pc.Name, err)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		spec, _ := mech.Lookup(name)
+		ports := make([]mech.Port, len(s.ports))
+		for i, p := range s.ports {
+			ports[i] = mech.Port{Index: i, Name: p.Name, Role: p.Role, MAC: p.MAC, RateBits: p.shaper.RateBits(),
+				Queues: p.sched.NumQueues(), Scheduler: s.ports[i].schedName(pcs[i])}
+			for _, m := range pcs[i].Mechanisms {
+				if m.Name == name {
+					ports[i].Config = m.Config
+				}
+			}
+		}
+		inst, err := spec.New(s, ports)
+		if err != nil {
+			return fmt.Errorf("mechanism %s: %w", name, err)
+		}
+		s.mechs = append(s.mechs, mechInstance{name: name, inst: inst})
+		if h, ok := inst.(mech.ControlHook); ok {
+			for _, t := range spec.Controls {
+				s.control[t] = h
+			}
+		}
+		for _, w := range s.workers {
+			if h, ok := inst.(mech.TickHook); ok {
+				w.tickers = append(w.tickers, ticker{h: h})
+			}
+		}
+	}
+	// Per-port hook lists, in the order the port's config lists its mechanisms.
+	for i, pc := range pcs {
+		p := s.ports[i]
+		for _, m := range pc.Mechanisms {
+			inst := s.instance(m.Name)
+			p.mechs = append(p.mechs, m.Name)
+			if h, ok := inst.(mech.AdmitHook); ok {
+				p.admit = append(p.admit, h)
+			}
+			if h, ok := inst.(mech.ObserveHook); ok {
+				p.observe = append(p.observe, h)
+			}
+			if h, ok := inst.(mech.EgressHook); ok {
+				p.egressH = append(p.egressH, h)
+			}
+			if h, ok := inst.(mech.IngressHook); ok {
+				p.ingressH = append(p.ingressH, h)
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Port) schedName(pc PortConfig) string {
+	if pc.Scheduler == "" {
+		return "fifo"
+	}
+	return pc.Scheduler
+}
+
+func (s *Switch) instance(name string) mech.Instance {
+	for _, m := range s.mechs {
+		if m.name == name {
+			return m.inst
+		}
+	}
+	return nil
+}
+
+// Mechanisms returns the running mechanism instances, by name (for metrics:
+// an instance that is a prometheus.Collector is registered by gswitchd).
+func (s *Switch) Mechanisms() map[string]mech.Instance {
+	m := map[string]mech.Instance{}
+	for _, x := range s.mechs {
+		m[x.name] = x.inst
+	}
+	return m
 }
 
 func nextPow2(n int) int {
@@ -294,6 +429,65 @@ func (s *Switch) Buffer() *queues.Buffer { return s.buffer }
 
 // Now is the switch clock.
 func (s *Switch) Now() int64 { return s.clock.Now() }
+
+// Mem is the UMEM.
+func (s *Switch) Mem() []byte { return s.mem }
+
+// ID is the switch id.
+func (s *Switch) ID() uint16 { return s.cfg.SwitchID }
+
+// NumPorts is the number of ports.
+func (s *Switch) NumPorts() int { return len(s.ports) }
+
+// EgressWorker is the worker that owns port's egress.
+func (s *Switch) EgressWorker(port int) int { return s.ports[port].egress }
+
+// Emitter returns worker w's emitter.
+func (s *Switch) Emitter(w int) mech.Emitter { return &s.workers[w].em }
+
+// Scheduler returns port's scheduler.
+func (s *Switch) Scheduler(port int) sched.Scheduler { return s.ports[port].sched }
+
+// PortDown reports whether port is down.
+func (s *Switch) PortDown(port int) bool { return s.ports[port].down.Load() }
+
+// SetCreditLane gives port a credit lane metered to rateBits with a bucket
+// of burst bytes and a queue of queueLen frames. Call before Start (from a
+// mechanism's New).
+func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int) error {
+	if s.started {
+		return errors.New("credit lanes are set up before the switch starts")
+	}
+	if port < 0 || port >= len(s.ports) {
+		return fmt.Errorf("no port %d", port)
+	}
+	if queueLen < 1 || queueLen > 4096 {
+		return fmt.Errorf("credit queue of %d frames out of range [1, 4096]", queueLen)
+	}
+	b, err := shaper.NewBucket(rateBits, int64(burst), s.clock.Now())
+	if err != nil {
+		return err
+	}
+	q, err := queues.NewFIFO(uint64(queueLen)*s.frameSize, queueLen)
+	if err != nil {
+		return err
+	}
+	s.ports[port].credit = &creditLane{q: q, bucket: b}
+	return nil
+}
+
+// SetPortDown marks port down (the interface went down or away) or up
+// again (any goroutine). While a port is down, its queues are flushed
+// (each frame counted as a port_down drop), frames for it are dropped, and
+// no frame is emitted on it.
+func (s *Switch) SetPortDown(port int, down bool) {
+	if s.ports[port].down.Swap(down) != down {
+		s.stateGen.Add(1)
+		for _, w := range s.workers {
+			w.wake()
+		}
+	}
+}
 
 // owner returns the worker whose range holds the frame at addr.
 func (s *Switch) owner(addr uint64) int {
@@ -354,7 +548,7 @@ type FrameCounts struct {
 	Free      uint64 // on a worker's free list
 	Fill      uint64 // given to the kernel to receive into
 	Handoff   uint64 // on a ring between workers, as packets
-	Queued    uint64 // in an egress scheduler
+	Queued    uint64 // in an egress scheduler or lane
 	Tx        uint64 // on a tx ring, not yet completed
 	Returning uint64 // on the way back to the worker that owns them
 }
@@ -390,7 +584,16 @@ func (s *Switch) Frames() FrameCounts {
 		}
 		_, n := p.ctrl.Depth()
 		c.Queued += uint64(n)
+		if p.credit != nil {
+			_, n := p.credit.q.Depth()
+			c.Queued += uint64(n)
+		}
 		for _, r := range p.in {
+			if r != nil {
+				c.Handoff += uint64(r.Len())
+			}
+		}
+		for _, r := range p.emitIn {
 			if r != nil {
 				c.Handoff += uint64(r.Len())
 			}
@@ -400,12 +603,18 @@ func (s *Switch) Frames() FrameCounts {
 	return c
 }
 
+// QueueFrameLimit is the most frames of worker w's range the queues may hold.
+func (s *Switch) QueueFrameLimit(w int) int64 { return s.workers[w].queueLimit }
+
 // PortCounters are one port's cumulative counters.
 type PortCounters struct {
 	RxPackets, RxBytes, TxPackets, TxBytes uint64
 	Flooded                                uint64 // frames received on this port that were flooded
-	Drops                                  [NumDropReasons]uint64
+	Drops                                  [pkt.MaxReasons]uint64
 	Malformed                              [pkt.NumErrs]uint64
+	ControlRx                              [256]uint64 // control messages received, by GC type
+	Emitted                                [256]uint64 // frames the switch emitted on the port, by GC type
+	EmitFailed                             [256]uint64 // emissions that failed, by GC type
 }
 
 // Counters sums port i's counters over all workers (any goroutine).
@@ -418,11 +627,16 @@ func (s *Switch) Counters(i int) PortCounters {
 		c.TxPackets += k.txPackets.Load()
 		c.TxBytes += k.txBytes.Load()
 		c.Flooded += k.flooded.Load()
-		for r := range c.Drops {
+		for r := range k.drops {
 			c.Drops[r] += k.drops[r].Load()
 		}
 		for e := range c.Malformed {
 			c.Malformed[e] += k.malformed[e].Load()
+		}
+		for t := range c.ControlRx {
+			c.ControlRx[t] += k.controlRx[t].Load()
+			c.Emitted[t] += k.emitted[t].Load()
+			c.EmitFailed[t] += k.emitFailed[t].Load()
 		}
 	}
 	return c
@@ -439,4 +653,4 @@ func (s *Switch) WorkerStats(w int) WorkerStats {
 	return WorkerStats{Passes: wk.passes.Load(), Sleeps: wk.sleeps.Load(), Wakeups: wk.wakeups.Load()}
 }
 
-var errStopped = errors.New("switch stopped")
+var _ mech.Switch = (*Switch)(nil)

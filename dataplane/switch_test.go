@@ -3,8 +3,8 @@ package dataplane
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
-	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
+	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/pkt/pkttest"
 )
 
 type fakeClock struct{ t int64 }
@@ -125,8 +125,8 @@ func TestBroadcastFloodsAndSamePortFiltered(t *testing.T) {
 	l[0].Inject(udp(3, 1, 10))
 	settle(s)
 	// Both frames are filtered: host 1 was learnt on a from its ARP request.
-	if c := s.Counters(0); c.Drops[DropSamePort] != 2 {
-		t.Fatalf("same-port drops %d", c.Drops[DropSamePort])
+	if c := s.Counters(0); c.Drops[pkt.ReasonSamePort] != 2 {
+		t.Fatalf("same-port drops %d", c.Drops[pkt.ReasonSamePort])
 	}
 	checkFrames(t, s)
 }
@@ -139,7 +139,7 @@ func TestMalformedCountedAndFreed(t *testing.T) {
 	l[0].Inject(bad)
 	settle(s)
 	c := s.Counters(0)
-	if c.Drops[DropMalformed] != 2 || c.Malformed[pkt.ErrShort] != 1 || c.Malformed[pkt.ErrIPv4] != 1 {
+	if c.Drops[pkt.ReasonMalformed] != 2 || c.Malformed[pkt.ErrShort] != 1 || c.Malformed[pkt.ErrIPv4] != 1 {
 		t.Fatalf("malformed counters: %+v", c)
 	}
 	if l[1].SentCount != 0 {
@@ -166,8 +166,8 @@ func TestQueueLimitDropsAndFrees(t *testing.T) {
 	settle(s)
 	c := s.Counters(1)
 	q := s.Frames().Queued
-	if c.TxPackets+c.Drops[DropPortLimit]+q != 100 || c.Drops[DropPortLimit] < 80 {
-		t.Fatalf("tx %d + port_limit drops %d + queued %d != 100", c.TxPackets, c.Drops[DropPortLimit], q)
+	if c.TxPackets+c.Drops[pkt.ReasonPortLimit]+q != 100 || c.Drops[pkt.ReasonPortLimit] < 80 {
+		t.Fatalf("tx %d + port_limit drops %d + queued %d != 100", c.TxPackets, c.Drops[pkt.ReasonPortLimit], q)
 	}
 	if d := s.Frames().Queued; d != 10 {
 		t.Fatalf("%d frames queued, want 10 (10 KB of 1000 B frames)", d)
@@ -177,7 +177,7 @@ func TestQueueLimitDropsAndFrees(t *testing.T) {
 		clk.t += 1e6
 		settle(s)
 	}
-	if c := s.Counters(1); c.TxPackets+c.Drops[DropPortLimit] != 100 || s.Frames().Queued != 0 {
+	if c := s.Counters(1); c.TxPackets+c.Drops[pkt.ReasonPortLimit] != 100 || s.Frames().Queued != 0 {
 		t.Fatalf("after draining: %+v queued %d", c, s.Frames().Queued)
 	}
 	checkFrames(t, s)

@@ -1,11 +1,14 @@
 package dataplane
 
 import (
+	"github.com/gswitch/gswitch/mech"
+	_ "github.com/gswitch/gswitch/mech/all"
+	"github.com/gswitch/gswitch/pkt"
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
 	"github.com/gswitch/gswitch/internal/fairness"
 	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/sched"
 )
 
@@ -62,7 +65,7 @@ func TestDRRSharesAShapedPort(t *testing.T) {
 		if j := fairness.Jain(got[:]); j < 0.99 {
 			t.Errorf("workers %d: DRR byte shares %v, Jain %.3f", workers, got, j)
 		}
-		if c := s.Counters(3); c.Drops[DropPortLimit]+c.Drops[DropQueueLimit] == 0 {
+		if c := s.Counters(3); c.Drops[pkt.ReasonPortLimit]+c.Drops[pkt.ReasonQueueLimit] == 0 {
 			t.Errorf("no queue drops while offering 3x the port rate: %+v", c.Drops)
 		}
 	}
@@ -90,12 +93,14 @@ func TestPausedQueueHoldsAndControlGoesFirst(t *testing.T) {
 	if _, n := port.Scheduler().Depth(q); n != 20 {
 		t.Fatalf("paused queue holds %d packets, want 20", n)
 	}
-	// A control frame leaves although the data queue is paused and backlogged.
+	// A frame the switch emits leaves although the data queue is paused and backlogged.
 	l[1].Record = true
 	ctrl := pkttest.Eth(pkttest.MAC(2), pkttest.MAC(0xfe), 0x8808, 0, 0)
 	ctrl = append(ctrl, make([]byte, 46)...)
-	if !s.workers[port.egress].emitControl(1, ctrl) {
-		t.Fatal("emitControl failed")
+	em := s.Emitter(port.egress)
+	buf := em.Frame(1, 1)
+	if buf == nil || !em.Send(copy(buf, ctrl), pkt.LaneControl) {
+		t.Fatal("emit failed")
 	}
 	settle(s)
 	if len(l[1].Sent) != 1 || string(l[1].Sent[0]) != string(ctrl) {
@@ -115,18 +120,19 @@ func TestPausedQueueHoldsAndControlGoesFirst(t *testing.T) {
 func TestPFabricEvictionsThroughTheSwitch(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) {
 		c.Ports[1].Scheduler = "pfabric"
+		c.Ports[1].Mechanisms = mechFor("pfabric")
 		c.Ports[1].BufferBytes = 10 * 1514
 		c.Ports[1].RateBits = 8e6
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
-	// Without a rank source every packet has rank 0: once full, arrivals are dropped, never evict.
+	// Packets that are not gsperf segments have rank 0: once full, arrivals are dropped, never evict.
 	for i := 0; i < 30; i++ {
 		l[0].Inject(udp(2, 1, 1472))
 	}
 	settle(s)
 	c := s.Counters(1)
-	if c.Drops[DropPortLimit] == 0 || c.Drops[DropEvicted] != 0 {
+	if c.Drops[pkt.ReasonPortLimit] == 0 || c.Drops[pkt.ReasonEvicted] != 0 {
 		t.Fatalf("drops %+v", c.Drops)
 	}
 	for i := 0; i < 100; i++ {
@@ -152,7 +158,7 @@ func gsperfUDP(dst, src byte, flow uint16, rank uint32, payload int) []byte {
 func TestPFabricFullSizeArrivalEvictsSmallPackets(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
 		c.Ports[1].Scheduler = "pfabric"
-		c.Ports[1].Rank = sched.RankGsperf
+		c.Ports[1].Mechanisms = mechFor("pfabric")
 		c.Ports[1].BufferBytes = 4 * 1514
 		c.Ports[1].MaxPackets = 100 // the default, 4 x 1514 / 128, would hold only 47 probes
 		c.Ports[1].RateBits = 8e6
@@ -174,7 +180,7 @@ func TestPFabricFullSizeArrivalEvictsSmallPackets(t *testing.T) {
 	need := probes*probeLen + 1514 - 4*1514 // bytes the arrival must free
 	want := (need + probeLen - 1) / probeLen
 	c := s.Counters(1)
-	if c.Drops[DropEvicted] != uint64(want) || c.Drops[DropPortLimit] != 0 {
+	if c.Drops[pkt.ReasonEvicted] != uint64(want) || c.Drops[pkt.ReasonPortLimit] != 0 {
 		t.Fatalf("drops %+v: want %d evictions and no port_limit drop", c.Drops, want)
 	}
 	if _, n := port.Scheduler().Depth(0); n != uint32(probes-want+1) {
@@ -190,7 +196,7 @@ func TestPFabricFullSizeArrivalEvictsSmallPackets(t *testing.T) {
 
 func TestSchedulersDoNotAllocateInTheSwitch(t *testing.T) {
 	for _, name := range sched.Names() {
-		s, l, _ := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].Scheduler = name })
+		s, l, _ := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].Scheduler = name; c.Ports[1].Mechanisms = mechFor(name) })
 		l[1].Inject(udp(1, 2, 10))
 		settle(s)
 		frame := tcpDSCP(2, 1, 10, 100)
@@ -204,4 +210,14 @@ func TestSchedulersDoNotAllocateInTheSwitch(t *testing.T) {
 		}
 		checkFrames(t, s)
 	}
+}
+
+// mechFor enables the mechanism a rank scheduler needs, with its defaults.
+func mechFor(scheduler string) []MechConfig {
+	name := map[string]string{"pfabric": "pfabric", "rsp": "afq"}[scheduler]
+	if name == "" {
+		return nil
+	}
+	spec, _ := mech.Lookup(name)
+	return []MechConfig{{Name: name, Config: spec.Config()}}
 }

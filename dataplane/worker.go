@@ -6,9 +6,9 @@ import (
 	"unsafe"
 
 	"github.com/gswitch/gswitch/dataplane/afxdp"
-	"github.com/gswitch/gswitch/dataplane/pkt"
 	"github.com/gswitch/gswitch/dataplane/ring"
-	"github.com/gswitch/gswitch/queues"
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/pkt"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,39 +23,61 @@ type rxQueue struct {
 // portCtr are a worker's counters for one port. Only the worker writes them.
 type portCtr struct {
 	rxPackets, rxBytes, txPackets, txBytes, flooded atomic.Uint64
-	drops                                           [NumDropReasons]atomic.Uint64
+	drops                                           [pkt.MaxReasons]atomic.Uint64
 	malformed                                       [pkt.NumErrs]atomic.Uint64
+	controlRx, emitted, emitFailed                  [256]atomic.Uint64
 	_                                               [64]byte
+}
+
+type ticker struct {
+	h    mech.TickHook
+	next int64
 }
 
 // worker runs the pipeline for the sockets and egress ports it owns. Every
 // field is private to the worker's goroutine except the atomics, which
-// other goroutines read (metrics) or write (sleeping is read by producers).
+// other goroutines read (metrics) or write (sleeping is read by producers,
+// queued by the workers whose queues hold this worker's frames).
 type worker struct {
 	id     int
 	s      *Switch
 	rx     []*rxQueue
 	egress []*Port
 
-	free       []uint64              // free frames of this worker's range (a stack)
-	lo, hi     uint64                // this worker's frame range [lo, hi) as UMEM offsets
-	ret        []*ring.SPSC[uint64]  // ret[w]: frames worker w gives back to this one
-	outRet     [][]uint64            // frames to give back to worker w, staged
-	handoff    [][]pkt.Packet        // packets for port i's egress worker, staged
-	ctr        []portCtr             // per port
-	fillTarget int                   // frames to keep on each fill ring
-	reserve    int                   // free frames kept back from fill rings (flood copies)
-	rxDescs    [BatchSize]afxdp.Desc // scratch: one rx batch
-	pkts       [BatchSize]pkt.Packet // scratch: the batch's packets
-	hpkts      [BatchSize]pkt.Packet // scratch: packets popped from handoff rings
-	addrs      [BatchSize]uint64     // scratch: completions, returns
-	flood      [BatchSize]uint16     // scratch: ports a frame floods to
-	pk         pkt.Packet            // scratch: a dequeued packet or a flooded copy (a local would escape through the Scheduler interface)
+	free         []uint64             // free frames of this worker's range (a stack)
+	lo, hi       uint64               // this worker's frame range [lo, hi) as UMEM offsets
+	ret          []*ring.SPSC[uint64] // ret[w]: frames worker w gives back to this one
+	outRet       [][]uint64           // frames to give back to worker w, staged
+	out          [][]pkt.Packet       // packets for port i, staged (handed over, or admitted here)
+	ctr          []portCtr            // per port
+	fillTarget   int                  // frames to keep on each fill ring
+	emitReserve  int                  // free frames only emissions may take
+	floodReserve int                  // free frames (beyond emitReserve) only flooded copies and emissions may take
+	queueLimit   int64                // most frames of this range the queues may hold
+	queued       atomic.Int64         // frames of this range in queues and lanes (any egress worker adds)
+	tickers      []ticker
+	gen          uint64 // the switch's stateGen this worker has acted on
+	em           emitter
+
+	rxDescs  [BatchSize]afxdp.Desc // scratch: one rx batch
+	pkts     [BatchSize]pkt.Packet // scratch: the batch's packets
+	hpkts    [BatchSize]pkt.Packet // scratch: packets popped from handoff and emit rings
+	laneOut  [BatchSize]pkt.Packet // scratch: frames pulled from the control and credit lanes
+	dataOut  [BatchSize]pkt.Packet // scratch: packets pulled from the scheduler
+	dataLen  [BatchSize]uint32     // scratch: their lengths as the shaper charged them
+	addrs    [BatchSize]uint64     // scratch: completions, returns
+	flood    []uint16              // scratch: ports a frame floods to (one per port)
+	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
+	one      [1]pkt.Packet         // scratch: a batch of one for control hooks
+	batch    mech.Batch            // scratch: the batch handed to hooks
+	evictBuf pkt.Packet
+	arrival  pkt.Packet // scratch: a packet as it arrived at the scheduler
 
 	efd      int // eventfd other workers write to wake this one
-	one      uint64
+	wone     uint64
 	rbuf     uint64
 	pollfds  []unix.PollFd
+	pollPort []int // port of each pollfd (-1: the eventfd)
 	ts       unix.Timespec
 	sleeping atomic.Bool
 
@@ -64,7 +86,8 @@ type worker struct {
 }
 
 func newWorker(s *Switch, id int) (*worker, error) {
-	w := &worker{id: id, s: s, one: 1}
+	w := &worker{id: id, s: s, wone: 1}
+	w.em.w = w
 	fs := s.frameSize
 	w.lo = uint64(id) * uint64(s.perWorker) * fs
 	w.hi = w.lo + uint64(s.perWorker)*fs
@@ -76,7 +99,9 @@ func newWorker(s *Switch, id int) (*worker, error) {
 	for a := w.hi; a > w.lo; a -= fs { // lowest addresses on top
 		w.free = append(w.free, a-fs)
 	}
-	w.reserve = max(n/8, BatchSize)
+	w.emitReserve = max(n/64, BatchSize)
+	w.floodReserve = max(n/16, BatchSize)
+	w.queueLimit = int64(float64(n) * s.cfg.QueueFrames)
 	w.ret = make([]*ring.SPSC[uint64], s.cfg.Workers)
 	w.outRet = make([][]uint64, s.cfg.Workers)
 	for o := 0; o < s.cfg.Workers; o++ {
@@ -91,10 +116,11 @@ func newWorker(s *Switch, id int) (*worker, error) {
 		w.ret[o] = r
 		w.outRet[o] = make([]uint64, 0, 4*BatchSize)
 	}
-	w.handoff = make([][]pkt.Packet, len(s.ports))
-	for i := range w.handoff {
-		w.handoff[i] = make([]pkt.Packet, 0, BatchSize)
+	w.out = make([][]pkt.Packet, len(s.ports))
+	for i := range w.out {
+		w.out[i] = make([]pkt.Packet, 0, BatchSize)
 	}
+	w.flood = make([]uint16, len(s.ports))
 	w.ctr = make([]portCtr, len(s.ports))
 	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -106,22 +132,33 @@ func newWorker(s *Switch, id int) (*worker, error) {
 
 // prime sets fill targets once the worker knows its sockets.
 func (w *worker) prime() {
-	if len(w.rx) == 0 {
-		return
+	w.batch.Mem = w.s.mem
+	w.batch.Worker = w.id
+	if len(w.rx) > 0 {
+		n := len(w.free)
+		w.fillTarget = w.s.cfg.FillTarget
+		if w.fillTarget == 0 {
+			w.fillTarget = min(int(afxdp.DefaultRingSizes.Fill), (n-w.emitReserve-w.floodReserve)/2/len(w.rx))
+		}
+		w.fillTarget = max(w.fillTarget, BatchSize)
 	}
-	n := len(w.free)
-	w.fillTarget = w.s.cfg.FillTarget
-	if w.fillTarget == 0 {
-		w.fillTarget = min(int(afxdp.DefaultRingSizes.Fill), (n-w.reserve)/2/len(w.rx))
-	}
-	w.fillTarget = max(w.fillTarget, BatchSize)
+	w.buildPoll()
+	w.publish()
+}
+
+// buildPoll lists the fds the worker sleeps on: its sockets of ports that
+// are up, and its eventfd. A socket whose interface went away polls as
+// readable (POLLERR) forever, so it must not be in the set.
+func (w *worker) buildPoll() {
+	w.pollfds, w.pollPort = w.pollfds[:0], w.pollPort[:0]
 	for _, q := range w.rx {
-		if fd := q.link.FD(); fd >= 0 {
+		if fd := q.link.FD(); fd >= 0 && !w.s.ports[q.port].down.Load() {
 			w.pollfds = append(w.pollfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+			w.pollPort = append(w.pollPort, q.port)
 		}
 	}
 	w.pollfds = append(w.pollfds, unix.PollFd{Fd: int32(w.efd), Events: unix.POLLIN})
-	w.publish()
+	w.pollPort = append(w.pollPort, -1)
 }
 
 // run is the worker's loop: pass after pass, sleeping when idle.
@@ -146,6 +183,11 @@ func (w *worker) run() {
 // pass runs every stage once over what is ready and reports whether it did anything.
 func (w *worker) pass(now int64) bool {
 	work := false
+	if g := w.s.stateGen.Load(); g != w.gen {
+		w.gen = g
+		w.buildPoll()
+		work = true
+	}
 	// Frames other workers are done with come home.
 	for _, r := range w.ret {
 		if r == nil {
@@ -166,8 +208,20 @@ func (w *worker) pass(now int64) bool {
 			work = true
 		}
 	}
-	// Parse and ingress, a batch per socket.
+	// Mechanisms' timers.
+	for i := range w.tickers {
+		t := &w.tickers[i]
+		if now >= t.next {
+			w.batch.Now = now
+			t.next = t.h.Tick(w.id, now)
+			work = true
+		}
+	}
+	// Parse, ingress stages and dispatch, a batch per socket.
 	for _, q := range w.rx {
+		if w.s.ports[q.port].down.Load() {
+			continue
+		}
 		w.refill(q)
 		n := q.link.Receive(w.rxDescs[:])
 		if n == 0 {
@@ -179,7 +233,7 @@ func (w *worker) pass(now int64) bool {
 	}
 	// Traffic manager and egress.
 	for _, p := range w.egress {
-		if w.egressPort(p, now) {
+		if w.serve(p, now) {
 			work = true
 		}
 	}
@@ -208,9 +262,10 @@ func (w *worker) publish() {
 	w.staged.Store(int64(st))
 }
 
-// refill tops the socket's fill ring up to the target from the free list.
+// refill tops the socket's fill ring up to the target from the free list,
+// leaving the reserves for flooded copies and emitted frames.
 func (w *worker) refill(q *rxQueue) {
-	want := min(w.fillTarget-q.inFill, len(w.free)-w.reserve)
+	want := min(w.fillTarget-q.inFill, len(w.free)-w.emitReserve-w.floodReserve)
 	if want < BatchSize/4 {
 		return
 	}
@@ -226,208 +281,9 @@ func (w *worker) refill(q *rxQueue) {
 	q.link.WakeFill()
 }
 
-// ingress parses a batch received on port in, learns, looks up and hands each packet to its egress.
-func (w *worker) ingress(in int, n int, now int64) {
-	s := w.s
-	c := &w.ctr[in]
-	memLen := uint64(len(s.mem))
-	var bytes uint64
-	for i := 0; i < n; i++ {
-		d := w.rxDescs[i]
-		bytes += uint64(d.Len)
-		if d.Addr >= memLen {
-			c.drops[DropBadDesc].Add(1) // not a frame of ours: nothing to free
-			continue
-		}
-		if d.Addr+uint64(d.Len) > (d.Addr|(s.frameSize-1))+1 {
-			c.drops[DropBadDesc].Add(1)
-			w.release(d.Addr)
-			continue
-		}
-		frame := s.mem[d.Addr : d.Addr+uint64(d.Len)]
-		p := &w.pkts[i]
-		p.Addr, p.Len, p.InPort, p.Queue, p.Rank = d.Addr, d.Len, uint16(in), 0, 0
-		if e := pkt.Parse(frame, p); e != pkt.OK {
-			c.malformed[e].Add(1)
-			c.drops[DropMalformed].Add(1)
-			w.release(d.Addr)
-			continue
-		}
-		s.mac.Learn(pkt.SrcMAC(frame), uint16(in), now)
-		if p.Flags&pkt.FlagMulticast == 0 {
-			if out, ok := s.mac.Lookup(pkt.DstMAC(frame), now); ok {
-				if int(out) == in {
-					c.drops[DropSamePort].Add(1)
-					w.release(d.Addr)
-					continue
-				}
-				p.OutPort = out
-				w.toEgress(p)
-				continue
-			}
-		}
-		c.flooded.Add(1)
-		w.floodPacket(p, frame)
-	}
-	c.rxPackets.Add(uint64(n))
-	c.rxBytes.Add(bytes)
-	for i := range w.handoff {
-		if len(w.handoff[i]) > 0 {
-			w.flushHandoff(i)
-		}
-	}
-}
-
-// floodPacket sends p to every port but its ingress port: copies to all but
-// the last, the frame itself to the last.
-func (w *worker) floodPacket(p *pkt.Packet, frame []byte) {
-	s := w.s
-	k := 0
-	for i := range s.ports {
-		if i != int(p.InPort) {
-			w.flood[k] = uint16(i)
-			k++
-			if k == len(w.flood) {
-				break
-			}
-		}
-	}
-	if k == 0 {
-		w.ctr[p.InPort].drops[DropSamePort].Add(1)
-		w.release(p.Addr)
-		return
-	}
-	for _, out := range w.flood[:k-1] {
-		addr, ok := w.alloc()
-		if !ok {
-			w.ctr[out].drops[DropNoFrames].Add(1)
-			continue
-		}
-		copy(s.mem[addr:addr+uint64(len(frame))], frame)
-		w.pk = *p
-		w.pk.Addr, w.pk.OutPort = addr, out
-		w.toEgress(&w.pk)
-	}
-	p.OutPort = w.flood[k-1]
-	w.toEgress(p)
-}
-
-// toEgress enqueues p on its egress port, or stages it for the port's worker.
-func (w *worker) toEgress(p *pkt.Packet) {
-	dst := w.s.ports[p.OutPort]
-	if dst.egress == w.id {
-		w.enqueue(dst, p)
-		return
-	}
-	w.handoff[p.OutPort] = append(w.handoff[p.OutPort], *p)
-}
-
-// enqueue hands p to the port's scheduler, or its control queue (egress worker only).
-func (w *worker) enqueue(port *Port, p *pkt.Packet) {
-	if p.Flags&pkt.FlagControl != 0 {
-		if !port.ctrl.Push(p) {
-			w.ctr[port.Index].drops[DropQueueLimit].Add(1)
-			w.release(p.Addr)
-		}
-		return
-	}
-	// On a drop, *p is the packet to free: the arriving one, or the one it evicted.
-	d := port.sched.Enqueue(p)
-	if d == queues.Accepted {
-		return
-	}
-	w.ctr[port.Index].drops[fromQueues[d]].Add(1)
-	w.release(p.Addr)
-	if d == queues.Evicted && port.evictor != nil {
-		for port.evictor.MoreEvicted(p) {
-			w.ctr[port.Index].drops[DropEvicted].Add(1)
-			w.release(p.Addr)
-		}
-	}
-}
-
-// emitControl sends frame, built by the switch itself, out of port ahead of
-// all data (the control queue is never paused). It reports false, counting a
-// drop, when no frame is free or the control queue is full.
-func (w *worker) emitControl(port int, frame []byte) bool {
-	addr, ok := w.alloc()
-	if !ok || len(frame) > int(w.s.frameSize) {
-		if ok {
-			w.release(addr)
-		}
-		w.ctr[port].drops[DropNoFrames].Add(1)
-		return false
-	}
-	copy(w.s.mem[addr:], frame)
-	w.pk = pkt.Packet{Addr: addr, Len: uint32(len(frame)), OutPort: uint16(port), InPort: uint16(port), Flags: pkt.FlagControl}
-	w.toEgress(&w.pk)
-	for i := range w.handoff {
-		if len(w.handoff[i]) > 0 {
-			w.flushHandoff(i)
-		}
-	}
-	return true
-}
-
-// flushHandoff pushes staged packets onto port i's handoff ring from this worker.
-func (w *worker) flushHandoff(i int) {
-	port := w.s.ports[i]
-	h := w.handoff[i]
-	n := port.in[w.id].Push(h)
-	for _, p := range h[n:] {
-		w.ctr[i].drops[DropHandoffFull].Add(1)
-		w.release(p.Addr)
-	}
-	w.handoff[i] = h[:0]
-	if n > 0 {
-		w.s.workers[port.egress].wakeIfSleeping()
-	}
-}
-
-// egressPort moves handed-over packets into the scheduler and sends what
-// the shaper and the tx ring allow.
-func (w *worker) egressPort(p *Port, now int64) bool {
-	work := false
-	for _, r := range p.in {
-		if r == nil {
-			continue
-		}
-		for n := r.Pop(w.hpkts[:]); n > 0; n = r.Pop(w.hpkts[:]) {
-			for i := 0; i < n; i++ {
-				w.enqueue(p, &w.hpkts[i])
-			}
-			work = true
-		}
-	}
-	room := min(p.txLink.TxFree(), BatchSize)
-	n := 0
-	var bytes uint64
-	pk := &w.pk
-	for n < room && p.shaper.Ready(now) && (p.ctrl.Pop(pk) || p.sched.Dequeue(pk)) {
-		p.shaper.Take(pk.Len)
-		p.txDescs[n] = afxdp.Desc{Addr: pk.Addr, Len: pk.Len}
-		bytes += uint64(pk.Len)
-		n++
-	}
-	if n > 0 {
-		p.txLink.Transmit(p.txDescs[:n]) // takes all n: room was checked
-		p.txOutstanding.Add(int64(n))
-		c := &w.ctr[p.Index]
-		c.txPackets.Add(uint64(n))
-		c.txBytes.Add(bytes)
-		work = true
-	}
-	if n > 0 || p.txOutstanding.Load() > 0 {
-		p.txLink.Kick()
-	}
-	p.sched.Publish()
-	p.ctrl.Publish()
-	return work
-}
-
-// alloc takes a free frame of this worker's range.
-func (w *worker) alloc() (uint64, bool) {
-	if len(w.free) == 0 {
+// alloc takes a free frame of this worker's range, keeping keep frames back.
+func (w *worker) alloc(keep int) (uint64, bool) {
+	if len(w.free) <= keep {
 		return 0, false
 	}
 	a := w.free[len(w.free)-1]
@@ -469,17 +325,22 @@ func (w *worker) wakeIfSleeping() {
 
 func (w *worker) wake() {
 	if w.efd >= 0 {
-		syscall.RawSyscall(unix.SYS_WRITE, uintptr(w.efd), uintptr(unsafe.Pointer(&w.one)), 8)
+		syscall.RawSyscall(unix.SYS_WRITE, uintptr(w.efd), uintptr(unsafe.Pointer(&w.wone)), 8)
 	}
 }
 
 // sleep blocks in ppoll until a socket has frames, another worker hands
-// over work, or the next shaped frame may leave.
+// over work, the next shaped frame may leave or a mechanism's timer is due.
 func (w *worker) sleep(now int64) {
 	timeout := int64(10e6) // 10 ms: a bound, not a schedule
 	for _, p := range w.egress {
 		if queued(p) {
 			wait := p.shaper.Wait(now)
+			if p.credit != nil && !p.credit.q.Empty() {
+				if cw := p.credit.bucket.Wait(now); cw > wait {
+					wait = cw
+				}
+			}
 			if wait == 0 {
 				wait = 20e3 // tx ring full: look again soon
 			}
@@ -489,9 +350,15 @@ func (w *worker) sleep(now int64) {
 			timeout = min(timeout, 200e3)
 		}
 	}
+	for _, t := range w.tickers {
+		timeout = min(timeout, max(t.next-now, 0))
+	}
+	if timeout <= 0 {
+		return
+	}
 	w.sleeping.Store(true)
 	// A producer that pushed before seeing sleeping=true did not wake us: look once more.
-	if w.inboundPending() {
+	if w.inboundPending() || w.s.stateGen.Load() != w.gen {
 		w.sleeping.Store(false)
 		return
 	}
@@ -502,6 +369,13 @@ func (w *worker) sleep(now int64) {
 	if n > 0 {
 		w.wakeups.Add(1)
 		syscall.RawSyscall(unix.SYS_READ, uintptr(w.efd), uintptr(unsafe.Pointer(&w.rbuf)), 8)
+		for i := range w.pollfds {
+			// An error on a socket (its interface went away) would wake us
+			// on every poll: take the socket out until its port comes back.
+			if w.pollfds[i].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 && w.pollPort[i] >= 0 {
+				w.s.SetPortDown(w.pollPort[i], true)
+			}
+		}
 	}
 }
 
@@ -517,12 +391,20 @@ func (w *worker) inboundPending() bool {
 				return true
 			}
 		}
+		for _, r := range p.emitIn {
+			if r != nil && r.Len() > 0 {
+				return true
+			}
+		}
 	}
 	return false
 }
 
 func queued(p *Port) bool {
 	if !p.ctrl.Empty() {
+		return true
+	}
+	if p.credit != nil && !p.credit.q.Empty() {
 		return true
 	}
 	for q := 0; q < p.sched.NumQueues(); q++ {

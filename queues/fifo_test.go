@@ -3,7 +3,7 @@ package queues
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 )
 
 func TestFIFOOrderAndLimits(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 )
 
 // Drop says why a packet was not queued. The zero value means it was.

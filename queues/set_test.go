@@ -3,7 +3,7 @@ package queues
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 )
 
 func fillQueue(s *Set, q int, size uint32) (n int, d Drop) {

@@ -3,7 +3,7 @@ package sched
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 )
 
 // BenchmarkEnqueueDequeue measures one enqueue plus one dequeue per packet,
@@ -21,7 +21,7 @@ func BenchmarkEnqueueDequeue(b *testing.B) {
 			for i := 0; i < 600; i++ {
 				p = flows[i%1000]
 				if rsp != nil {
-					p.Rank = rsp.Round() + uint32(i%32)
+					p.Rank = uint32(rsp.Round()) + uint32(i%32)
 				}
 				s.Enqueue(&p)
 			}
@@ -30,7 +30,7 @@ func BenchmarkEnqueueDequeue(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				p = flows[i%1000]
 				if rsp != nil {
-					p.Rank = rsp.Round() + uint32(i%31)
+					p.Rank = uint32(rsp.Round()) + uint32(i%31)
 				}
 				s.Enqueue(&p)
 				s.Dequeue(&p)

@@ -3,7 +3,7 @@ package sched
 import (
 	"fmt"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 )
 
 // Classifier maps a packet to a queue for the prio and drr schedulers.

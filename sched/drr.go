@@ -1,13 +1,13 @@
 package sched
 
 import (
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
 
 func init() {
-	Register("drr", newDRR)
-	Register("sfq", newSFQ)
+	Register(Spec{Name: "drr", New: newDRR, Summary: "deficit round robin over the queues; queue from DSCP, PCP or an earlier stage"})
+	Register(Spec{Name: "sfq", New: newSFQ, Summary: "deficit round robin with packets hashed onto the queues by their 5-tuple"})
 }
 
 // drr is Deficit Round Robin (Shreedhar and Varghese) over the port's

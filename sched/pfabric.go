@@ -4,15 +4,19 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
 
-func init() { Register("pfabric", newPFabric) }
+func init() {
+	Register(Spec{Name: "pfabric", New: newPFabric, Rank: true, OneQueue: true, Summary: "pFabric's priority queue: best rank first, earliest packet of that flow; when full, evicts the worst ranked (ranks come from the pfabric mechanism)"})
+}
 
 // PFabric is the switch side of pFabric (Alizadeh et al., section 4.1): one
 // small buffer per port, ordered by the rank each packet carries in p.Rank
-// (lower is better: the flow's remaining size).
+// (lower is better: the flow's remaining size). The rank is set before the
+// traffic manager, by the pfabric mechanism (mech/pfabric: from the gsperf
+// header, or least attained service); the scheduler never reads a frame.
 //
 //   - Priority scheduling with starvation prevention: Dequeue finds the
 //     buffered packet with the best rank and sends the earliest-arrived
@@ -56,30 +60,15 @@ type PFabric struct {
 	stack   []int32      // scratch for the eviction check (capacity: every slot)
 	evicted []pkt.Packet // evicted by the last Enqueue beyond the first, for MoreEvicted
 	evNext  int          // next of them to hand over
-
-	rank    func(p *pkt.Packet) // sets p.Rank from the packet (nil: keep what an earlier stage set)
-	mem     []byte
-	las     []uint32 // least-attained-service sketch: bytes seen per flow (rows x lasCols)
-	lasSeen uint64   // bytes since the last decay
 }
 
-// Rank sources for pfabric (Params.Rank).
-const (
-	RankPacket = "packet" // keep p.Rank as an earlier stage set it
-	RankGsperf = "gsperf" // the priority field of a gsperf header (UDP payload offset 40); other packets rank 0
-	RankLAS    = "las"    // least attained service: bytes the flow has sent so far, from a count-min sketch
-)
-
-const (
-	lasRows  = 2
-	lasCols  = 4096
-	lasDecay = 64 << 20 // halve every counter after this many bytes, so old flows fade
-)
-
+// flowEntry is a slot of the open-addressing flow table: the flow's hash,
+// its list of buffered packets and their count. A slot is empty when count
+// is 0 (every 32-bit hash is a valid key: the key is never used as a marker).
 type flowEntry struct {
-	hash       uint32 // flow key + 1 (0 = empty slot)
+	hash       uint32
 	head, tail int32
-	count      int32
+	count      int32 // buffered packets of the flow; 0 = empty slot
 }
 
 var (
@@ -110,52 +99,7 @@ func newPFabric(p Params) (Scheduler, error) {
 	}
 	f.flows = make([]flowEntry, ft)
 	f.fmask = uint32(ft - 1)
-	switch p.Rank {
-	case "", RankPacket:
-	case RankGsperf:
-		if p.Mem == nil {
-			return nil, fmt.Errorf("pfabric rank gsperf needs the frame memory")
-		}
-		f.mem, f.rank = p.Mem, f.rankGsperf
-	case RankLAS:
-		f.las, f.rank = make([]uint32, lasRows*lasCols), f.rankLAS
-	default:
-		return nil, fmt.Errorf("pfabric rank %q (use packet, gsperf or las)", p.Rank)
-	}
 	return f, nil
-}
-
-// rankGsperf reads the priority of a gsperf segment: magic "GS" at the
-// start of the UDP payload, the priority 40 bytes in.
-func (f *PFabric) rankGsperf(p *pkt.Packet) {
-	p.Rank = 0
-	if p.Proto != pkt.ProtoUDP || p.L4Off == 0 {
-		return
-	}
-	o := p.Addr + uint64(p.L4Off) + 8
-	if uint64(p.Len) < uint64(p.L4Off)+8+44 || f.mem[o] != 'G' || f.mem[o+1] != 'S' {
-		return
-	}
-	b := f.mem[o+40 : o+44]
-	p.Rank = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-}
-
-// rankLAS ranks a packet by the bytes its flow has sent before it (a
-// count-min estimate), so new and short flows go first.
-func (f *PFabric) rankLAS(p *pkt.Packet) {
-	est := ^uint32(0)
-	for r := uint32(0); r < lasRows; r++ {
-		c := &f.las[r*lasCols+((p.Hash*(0x9e3779b1+2*r+1))>>20)%lasCols]
-		est = min(est, *c)
-		*c = uint32(min(uint64(*c)+uint64(p.Len), 1<<32-1))
-	}
-	p.Rank = est
-	if f.lasSeen += uint64(p.Len); f.lasSeen >= lasDecay {
-		f.lasSeen = 0
-		for i := range f.las {
-			f.las[i] >>= 1
-		}
-	}
 }
 
 func (f *PFabric) NumQueues() int { return 1 }
@@ -184,9 +128,6 @@ func (f *PFabric) better(a, b int32) bool {
 }
 
 func (f *PFabric) Enqueue(p *pkt.Packet) queues.Drop {
-	if f.rank != nil {
-		f.rank(p)
-	}
 	f.evicted, f.evNext = f.evicted[:0], 0
 	if f.fits(p.Len) {
 		f.insert(p)
@@ -279,8 +220,8 @@ func (f *PFabric) insert(p *pkt.Packet) {
 	f.bytes += uint64(p.Len)
 	// flow list
 	e := f.lookup(p.Hash)
-	if f.flows[e].hash == 0 {
-		f.flows[e] = flowEntry{hash: p.Hash + 1, head: s, tail: s}
+	if f.flows[e].count == 0 {
+		f.flows[e] = flowEntry{hash: p.Hash, head: s, tail: s}
 		f.fprev[s], f.fnext[s] = -1, -1
 	} else {
 		t := f.flows[e].tail
@@ -320,18 +261,21 @@ func (f *PFabric) remove(s int32) {
 	f.free = append(f.free, s)
 }
 
-// lookup returns the flow table index holding hash, or the empty slot where it would go.
+// lookup returns the flow table index holding hash, or the empty slot where
+// it would go. The table has at least twice as many slots as the buffer has
+// packets, so an empty slot always exists.
 func (f *PFabric) lookup(hash uint32) uint32 {
-	key := hash + 1
-	i := (hash * 0x9e3779b1) & f.fmask
+	i := home(hash) & f.fmask
 	for {
-		k := f.flows[i].hash
-		if k == key || k == 0 {
+		e := &f.flows[i]
+		if e.count == 0 || e.hash == hash {
 			return i
 		}
 		i = (i + 1) & f.fmask
 	}
 }
+
+func home(hash uint32) uint32 { return hash * 0x9e3779b1 }
 
 // deleteFlow empties table slot i with backward-shift deletion (linear probing).
 func (f *PFabric) deleteFlow(i uint32) {
@@ -340,11 +284,10 @@ func (f *PFabric) deleteFlow(i uint32) {
 		j := i
 		for {
 			j = (j + 1) & f.fmask
-			k := f.flows[j].hash
-			if k == 0 {
+			if f.flows[j].count == 0 {
 				return
 			}
-			home := ((k - 1) * 0x9e3779b1) & f.fmask
+			home := home(f.flows[j].hash) & f.fmask
 			// Move j back to i if its home is not cyclically within (i, j].
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 				f.flows[i] = f.flows[j]

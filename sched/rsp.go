@@ -3,11 +3,13 @@ package sched
 import (
 	"sync/atomic"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
 
-func init() { Register("rsp", newRSP) }
+func init() {
+	Register(Spec{Name: "rsp", New: newRSP, Rank: true, Summary: "rotating strict priority: the queues are a calendar of rounds; a packet's round is its rank (AFQ sets it)"})
+}
 
 // RSP is the Rotating Strict Priority scheduler of AFQ (Sharma et al.,
 // section 3): the N queues form a calendar, queue r mod N holding the
@@ -18,12 +20,18 @@ func init() { Register("rsp", newRSP) }
 // favour of the next rounds.
 //
 // Enqueue reads the packet's departure round from p.Rank (set by AFQ's
-// ingress stage; 0 means "now"): a round already past is sent in the current
-// round, a round N or more ahead is dropped (queues.RoundOverflow).
+// admission stage; 0 means "now"): a round already past is sent in the
+// current round, a round N or more ahead is dropped (queues.RoundOverflow).
+//
+// The round counter is 64 bits and never wraps in practice (2^64 rounds of
+// one frame each last centuries at any line rate). p.Rank carries the low
+// 32 bits of a round; Enqueue compares it with the current round by
+// serial-number arithmetic, so a stage may compute rounds in 64 bits and
+// hand over their low half, across the 32-bit boundary too.
 type RSP struct {
 	setSched
 	n     uint32
-	round atomic.Uint32 // current round; written by the owner, read by anyone
+	round atomic.Uint64 // current round; written by the owner, read by anyone
 }
 
 var _ Scheduler = (*RSP)(nil)
@@ -37,18 +45,21 @@ func newRSP(p Params) (Scheduler, error) {
 }
 
 // Round is the current round (any goroutine).
-func (r *RSP) Round() uint32 { return r.round.Load() }
+func (r *RSP) Round() uint64 { return r.round.Load() }
+
+// SetRound moves the calendar to round rd (tests; owner only, while empty).
+func (r *RSP) SetRound(rd uint64) { r.round.Store(rd) }
 
 func (r *RSP) Enqueue(p *pkt.Packet) queues.Drop {
 	cur := r.round.Load()
-	rd := p.Rank
-	if int32(rd-cur) < 0 {
-		rd = cur
+	ahead := int64(int32(p.Rank - uint32(cur))) // rounds ahead of the current one, from the low 32 bits
+	if ahead < 0 {
+		ahead = 0
 	}
-	if rd-cur >= r.n {
+	if ahead >= int64(r.n) {
 		return queues.RoundOverflow
 	}
-	q := int(rd % r.n)
+	q := int((cur + uint64(ahead)) % uint64(r.n))
 	p.Queue = uint16(q)
 	return r.s.Push(q, p)
 }
@@ -58,15 +69,16 @@ func (r *RSP) Dequeue(p *pkt.Packet) bool {
 		return false
 	}
 	cur := r.round.Load()
-	if r.s.Empty(int(cur % r.n)) {
-		for r.s.Empty(int(cur % r.n)) { // the head is drained: rotate
+	n := uint64(r.n)
+	if r.s.Empty(int(cur % n)) {
+		for r.s.Empty(int(cur % n)) { // the head is drained: rotate
 			cur++
 		}
 		r.round.Store(cur)
 	}
 	ready := r.s.Ready()
-	for k := uint32(0); k < r.n; k++ {
-		if q := int((cur + k) % r.n); ready&(1<<q) != 0 {
+	for k := uint64(0); k < n; k++ {
+		if q := int((cur + k) % n); ready&(1<<q) != 0 {
 			return r.s.Pop(q, p)
 		}
 	}

@@ -1,5 +1,12 @@
 // Package sched holds the egress schedulers of gswitchd's traffic manager.
 //
+// Schedulers only schedule: they admit a packet onto one of their queues
+// (or refuse it with a reason), and pick the next packet to send. They never
+// read a frame's bytes. Where a packet goes and in which order it leaves is
+// decided from its descriptor (pkt.Packet) alone: Queue, Rank, Hash, TOS, PCP
+// and Len, which earlier stages (classification, mechanisms such as AFQ's
+// bid numbers or pFabric's ranks, in package mech) have set.
+//
 // # Model
 //
 // A scheduler is pulled, never pushes (like Click's pull elements): the
@@ -29,7 +36,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
 
@@ -72,12 +79,6 @@ type Params struct {
 	Quantum     int            // DRR/SFQ quantum in bytes (default 1514)
 	Classify    Classifier     // how prio and drr pick a queue
 
-	BytesPerRound int    // afq: BpR (default 1514)
-	SketchRows    int    // afq: count-min sketch rows (default 4)
-	SketchCols    int    // afq: columns, a power of two (default 16384, the paper's prototype)
-	ECNRounds     int    // afq: mark CE this many rounds ahead (0 = off)
-	Rank          string // pfabric: where ranks come from: packet, gsperf or las
-	Mem           []byte // the UMEM, for schedulers that read or mark frames
 }
 
 // DefaultQueues is the number of queues per port, as on Tofino2.
@@ -86,22 +87,43 @@ const DefaultQueues = 32
 // Factory builds a scheduler.
 type Factory func(Params) (Scheduler, error)
 
-var registry = map[string]Factory{}
+// Spec describes a registered scheduler.
+type Spec struct {
+	Name    string
+	New     Factory
+	Summary string // one line for docs and errors
+	// Rank says the scheduler orders packets by p.Rank, which a mechanism
+	// must set (the config refuses the scheduler on a port with no
+	// mechanism that sets ranks).
+	Rank bool
+	// OneQueue says the scheduler has a single queue whatever the config's
+	// queues: key says.
+	OneQueue bool
+}
+
+var registry = map[string]Spec{}
 
 // Register makes a scheduler available by name. Call it from init.
-func Register(name string, f Factory) {
-	if _, dup := registry[name]; dup {
-		panic("sched: duplicate registration of " + name)
+func Register(s Spec) {
+	if _, dup := registry[s.Name]; dup {
+		panic("sched: duplicate registration of " + s.Name)
 	}
-	registry[name] = f
+	registry[s.Name] = s
+}
+
+// Lookup returns the registered scheduler named name.
+func Lookup(name string) (Spec, bool) {
+	s, ok := registry[name]
+	return s, ok
 }
 
 // New builds the scheduler registered under name.
 func New(name string, p Params) (Scheduler, error) {
-	f, ok := registry[name]
+	spec, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
 	}
+	f := spec.New
 	if p.Queues == 0 {
 		p.Queues = DefaultQueues
 	}

@@ -4,8 +4,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
-	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/internal/fairness"
 	"github.com/gswitch/gswitch/queues"
 )
@@ -377,21 +376,22 @@ func (r *refDRR) dequeue() (pkt.Packet, bool) {
 	panic("reference DRR looped")
 }
 
-// refRSP is a calendar of per-round slices.
+// refRSP is a calendar of per-round slices, with a 64-bit round.
 type refRSP struct {
-	n     uint32
-	round uint32
-	q     map[uint32][]pkt.Packet
+	n     uint64
+	round uint64
+	q     map[uint64][]pkt.Packet
 }
 
 func (r *refRSP) enqueue(p pkt.Packet) queues.Drop {
-	rd := p.Rank
-	if rd < r.round {
-		rd = r.round
+	ahead := int64(int32(p.Rank - uint32(r.round)))
+	if ahead < 0 {
+		ahead = 0
 	}
-	if rd-r.round >= r.n {
+	if uint64(ahead) >= r.n {
 		return queues.RoundOverflow
 	}
+	rd := r.round + uint64(ahead)
 	r.q[rd] = append(r.q[rd], p)
 	return queues.Accepted
 }
@@ -405,6 +405,7 @@ func (r *refRSP) dequeue() (pkt.Packet, bool) {
 		return pkt.Packet{}, false
 	}
 	for len(r.q[r.round]) == 0 {
+		delete(r.q, r.round)
 		r.round++
 	}
 	p := r.q[r.round][0]
@@ -414,127 +415,141 @@ func (r *refRSP) dequeue() (pkt.Packet, bool) {
 
 // FuzzSchedulersAgainstReference drives DRR, RSP and pFabric and simple
 // reference implementations with the same random operations and compares
-// every result.
+// every result. Hashes, ranks and lengths take their whole range: a hash is
+// either one of a few values that stress the flow tables (0, 1, 2^32-1 and
+// values that share a home slot) or any 32-bit value from the input; ranks
+// are any 32-bit value or a round near RSP's current one; lengths are 0 to
+// 9216 (the largest frame a port can carry) and, for pFabric, up to 65535.
 func FuzzSchedulersAgainstReference(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 200, 100, 0, 255})
 	f.Add([]byte("a fairly long seed of operations for the schedulers to chew on"))
+	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 5, 0xdc, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, 5, 0xdc, 2, 0, 2, 0})
 	f.Fuzz(runOps)
 }
 
+// Hashes that stress the flow tables: the extremes, and three that share a home slot in a small table.
+var hotHashes = [8]uint32{0, 1, 0xffffffff, 0xfffffffe, 0x80000000, 0x7fffffff, 0x9e3779b1, 0x3c6ef362}
+
 func runOps(t *testing.T, ops []byte) {
-	if len(ops) > 4000 { // at most 2000 packets: within the queues' 4096-packet capacity, which the references do not model
-		ops = ops[:4000]
+	if len(ops) > 20000 { // at most ~2000 packets: within the queues' 4096-packet capacity, which the references do not model
+		ops = ops[:20000]
 	}
-	{
-		const nq = 4
-		drr := mk(t, "drr", Params{Queues: nq, Quantum: 300, PortBytes: 1 << 24, PortPackets: 4096, Classify: Classifier{By: "queue"}}).(*drr)
-		rdrr := &refDRR{q: make([][]pkt.Packet, nq), deficit: make([]int, nq), pos: nq - 1, quantum: 300, paused: make([]bool, nq)}
-		rsp := mk(t, "rsp", Params{Queues: nq, PortBytes: 1 << 24, PortPackets: 4096}).(*RSP)
-		rrsp := &refRSP{n: nq, q: map[uint32][]pkt.Packet{}}
-		pf := mk(t, "pfabric", Params{PortBytes: 6000, PortPackets: 8}).(*PFabric)
-		rpf := &refPFabric{limit: 6000, cap: 8}
-		id := uint64(0)
-		for i := 0; i+1 < len(ops); i += 2 {
-			op, arg := ops[i], ops[i+1]
-			switch op % 4 {
-			case 0, 1: // enqueue
-				id++
-				p := pkt.Packet{Addr: id, Len: 64 + uint32(arg)*5, Queue: uint16(arg % nq), Hash: uint32(arg % 3), Rank: rsp.Round() + uint32(arg%6)}
-				q := p
-				if d := drr.Enqueue(&q); d == queues.Accepted {
-					rdrr.q[p.Queue] = append(rdrr.q[p.Queue], p)
-				}
-				q = p
-				if d1, d2 := rsp.Enqueue(&q), rrsp.enqueue(p); d1 != d2 {
-					t.Fatalf("rsp enqueue %v, reference %v", d1, d2)
-				}
-				q = p
-				q.Rank = uint32(arg)
-				d1 := pf.Enqueue(&q)
-				d2, ev := rpf.enqueue(func() pkt.Packet { x := p; x.Rank = uint32(arg); return x }())
-				var got []uint64
-				if d1 == queues.Evicted {
-					for got = append(got, q.Addr); pf.MoreEvicted(&q); {
-						got = append(got, q.Addr)
-					}
-				}
-				if d1 != d2 || len(got) != len(ev) {
-					t.Fatalf("pfabric enqueue %v evicting %v, reference %v evicting %d packets", d1, got, d2, len(ev))
-				}
-				for k := range ev {
-					if got[k] != ev[k].Addr {
-						t.Fatalf("pfabric evicted %v, reference %v", got, ev)
-					}
-				}
-			case 2: // dequeue
-				var a pkt.Packet
-				ok1 := drr.Dequeue(&a)
-				b, ok2 := rdrr.dequeue()
-				if ok1 != ok2 || ok1 && a.Addr != b.Addr {
-					t.Fatalf("drr dequeue %v %d, reference %v %d", ok1, a.Addr, ok2, b.Addr)
-				}
-				ok1 = rsp.Dequeue(&a)
-				b, ok2 = rrsp.dequeue()
-				if ok1 != ok2 || ok1 && a.Addr != b.Addr || rsp.Round() != rrsp.round {
-					t.Fatalf("rsp dequeue %v %d round %d, reference %v %d round %d", ok1, a.Addr, rsp.Round(), ok2, b.Addr, rrsp.round)
-				}
-				ok1 = pf.Dequeue(&a)
-				b, ok2 = rpf.dequeue()
-				if ok1 != ok2 || ok1 && a.Addr != b.Addr {
-					t.Fatalf("pfabric dequeue %v %d, reference %v %d", ok1, a.Addr, ok2, b.Addr)
-				}
-			case 3: // pause or resume a DRR queue
-				q := int(arg % nq)
-				if arg&0x80 != 0 {
-					drr.Pause(q)
-				} else {
-					drr.Resume(q)
-				}
-				rdrr.paused[q] = arg&0x80 != 0
+	const nq = 4
+	drr := mk(t, "drr", Params{Queues: nq, Quantum: 300, PortBytes: 1 << 26, PortPackets: 4096, Classify: Classifier{By: "queue"}}).(*drr)
+	rdrr := &refDRR{q: make([][]pkt.Packet, nq), deficit: make([]int, nq), pos: nq - 1, quantum: 300, paused: make([]bool, nq)}
+	rsp := mk(t, "rsp", Params{Queues: nq, PortBytes: 1 << 26, PortPackets: 4096}).(*RSP)
+	start := uint64(1<<32 - 3) // the calendar crosses the 32-bit boundary of p.Rank
+	rsp.SetRound(start)
+	rrsp := &refRSP{n: nq, round: start, q: map[uint64][]pkt.Packet{}}
+	pf := mk(t, "pfabric", Params{PortBytes: 6000, PortPackets: 8}).(*PFabric)
+	rpf := &refPFabric{limit: 6000, cap: 8}
+	id := uint64(0)
+	be32 := func(b []byte) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }
+	for len(ops) > 0 {
+		op := ops[0]
+		switch op % 4 {
+		case 0, 1: // enqueue: op, hash(4), rank(4), len(2)
+			if len(ops) < 11 {
+				return
 			}
+			arg := ops[1:11]
+			ops = ops[11:]
+			id++
+			hash := be32(arg[0:])
+			if op&0x10 == 0 {
+				hash = hotHashes[hash%8]
+			}
+			rank := be32(arg[4:])
+			rspRank := rank
+			if op&0x20 == 0 {
+				rspRank = uint32(rsp.Round()) + rank%6
+			}
+			plen := uint32(arg[8])<<8 | uint32(arg[9])
+			p := pkt.Packet{Addr: id, Len: plen % 9217, Queue: uint16(rank % nq), Hash: hash, Rank: rspRank}
+			q := p
+			if d := drr.Enqueue(&q); d == queues.Accepted {
+				rdrr.q[p.Queue] = append(rdrr.q[p.Queue], p)
+			}
+			q = p
+			if d1, d2 := rsp.Enqueue(&q), rrsp.enqueue(p); d1 != d2 {
+				t.Fatalf("rsp enqueue rank %#x at round %#x: %v, reference %v", p.Rank, rsp.Round(), d1, d2)
+			}
+			x := p
+			x.Rank, x.Len = rank, plen
+			if op&0x40 == 0 {
+				x.Rank = rank % 16 // many equal ranks, so ties are exercised too
+			}
+			q = x
+			d1 := pf.Enqueue(&q)
+			d2, ev := rpf.enqueue(x)
+			var got []uint64
+			if d1 == queues.Evicted {
+				for got = append(got, q.Addr); pf.MoreEvicted(&q); {
+					got = append(got, q.Addr)
+				}
+			}
+			if d1 != d2 || len(got) != len(ev) {
+				t.Fatalf("pfabric enqueue %v evicting %v, reference %v evicting %d packets", d1, got, d2, len(ev))
+			}
+			for k := range ev {
+				if got[k] != ev[k].Addr {
+					t.Fatalf("pfabric evicted %v, reference %v", got, ev)
+				}
+			}
+		case 2: // dequeue
+			ops = ops[1:]
+			var a pkt.Packet
+			ok1 := drr.Dequeue(&a)
+			b, ok2 := rdrr.dequeue()
+			if ok1 != ok2 || ok1 && a.Addr != b.Addr {
+				t.Fatalf("drr dequeue %v %d, reference %v %d", ok1, a.Addr, ok2, b.Addr)
+			}
+			ok1 = rsp.Dequeue(&a)
+			b, ok2 = rrsp.dequeue()
+			if ok1 != ok2 || ok1 && a.Addr != b.Addr || rsp.Round() != rrsp.round {
+				t.Fatalf("rsp dequeue %v %d round %d, reference %v %d round %d", ok1, a.Addr, rsp.Round(), ok2, b.Addr, rrsp.round)
+			}
+			ok1 = pf.Dequeue(&a)
+			b, ok2 = rpf.dequeue()
+			if ok1 != ok2 || ok1 && a.Addr != b.Addr {
+				t.Fatalf("pfabric dequeue %v %d, reference %v %d", ok1, a.Addr, ok2, b.Addr)
+			}
+		case 3: // pause or resume a DRR queue
+			if len(ops) < 2 {
+				return
+			}
+			arg := ops[1]
+			ops = ops[2:]
+			q := int(arg % nq)
+			if arg&0x80 != 0 {
+				drr.Pause(q)
+			} else {
+				drr.Resume(q)
+			}
+			rdrr.paused[q] = arg&0x80 != 0
 		}
 	}
 }
 
-func TestPFabricRankSources(t *testing.T) {
-	mem := make([]byte, 1<<16)
-	s := mk(t, "pfabric", Params{Rank: RankGsperf, Mem: mem})
-	// A gsperf data segment with priority 777, and a non-gsperf UDP packet.
-	payload := make([]byte, 64)
-	copy(payload, "GS\x01\x01")
-	payload[40], payload[41], payload[42], payload[43] = 0, 0, 3, 9 // 777
-	f := pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), [4]byte{1}, [4]byte{2}, 1, 5500, payload)
-	copy(mem, f)
+// TestPFabricHashAllOnes is the remote crash of the first pFabric: a flow
+// whose hash is 0xFFFFFFFF made the flow-table key wrap to the empty
+// marker, and the next dequeue indexed -1.
+func TestPFabricHashAllOnes(t *testing.T) {
+	pf := mk(t, "pfabric", Params{PortBytes: 1 << 20, PortPackets: 64}).(*PFabric)
+	for i := 0; i < 3; i++ {
+		for _, h := range []uint32{0xffffffff, 0, 7} {
+			p := pkt.Packet{Addr: uint64(i), Len: 100, Hash: h, Rank: uint32(i)}
+			if d := pf.Enqueue(&p); d != queues.Accepted {
+				t.Fatalf("enqueue hash %#x: %v", h, d)
+			}
+		}
+	}
+	n := 0
 	var p pkt.Packet
-	pkt.Parse(mem[:len(f)], &p)
-	p.Len = uint32(len(f))
-	s.Enqueue(&p)
-	if p.Rank != 777 {
-		t.Fatalf("gsperf rank %d", p.Rank)
+	for pf.Dequeue(&p) {
+		n++
 	}
-	g := pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), [4]byte{1}, [4]byte{2}, 1, 53, make([]byte, 64))
-	copy(mem[2048:], g)
-	var q pkt.Packet
-	pkt.Parse(mem[2048:2048+len(g)], &q)
-	q.Addr, q.Len, q.Rank = 2048, uint32(len(g)), 99
-	s.Enqueue(&q)
-	if q.Rank != 0 {
-		t.Fatalf("non-gsperf rank %d", q.Rank)
-	}
-
-	las := mk(t, "pfabric", Params{Rank: RankLAS})
-	var ranks []uint32
-	for i := 0; i < 4; i++ {
-		r := pkt.Packet{Len: 1000, Hash: 12345}
-		las.Enqueue(&r)
-		ranks = append(ranks, r.Rank)
-	}
-	n := pkt.Packet{Len: 1000, Hash: 999}
-	las.Enqueue(&n)
-	if ranks[0] != 0 || ranks[3] != 3000 || n.Rank != 0 {
-		t.Fatalf("las ranks %v, new flow %d", ranks, n.Rank)
-	}
-	if _, err := New("pfabric", Params{PortBytes: 1 << 20, Rank: "size"}); err == nil {
-		t.Fatal("unknown rank source accepted")
+	if n != 9 || pf.Len() != 0 {
+		t.Fatalf("dequeued %d of 9, %d left", n, pf.Len())
 	}
 }

@@ -1,13 +1,13 @@
 package sched
 
 import (
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
 
 func init() {
-	Register("fifo", newFIFO)
-	Register("prio", newPrio)
+	Register(Spec{Name: "fifo", New: newFIFO, OneQueue: true, Summary: "one tail-drop queue"})
+	Register(Spec{Name: "prio", New: newPrio, Summary: "strict priority over the queues, queue 0 first; queue from DSCP, PCP or an earlier stage"})
 }
 
 // fifo is one tail-drop queue.

@@ -28,6 +28,7 @@ import (
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/dataplane/metrics"
+	_ "github.com/gswitch/gswitch/mech/all"
 	"github.com/gswitch/gswitch/sched"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -97,7 +98,7 @@ func run(cfg *config.Config) error {
 	}
 	bind := afxdp.BindFlags{Copy: cfg.BindMode == "copy", ZeroCopy: cfg.BindMode == "zerocopy"}
 	dcfg := dataplane.Config{
-		Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
+		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
 		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue,
 	}
 	var links [][]dataplane.Link
@@ -135,16 +136,25 @@ func run(cfg *config.Config) error {
 			return fmt.Errorf("port %s (%s): %w", pc.Name, pc.Interface, err)
 		}
 		zc := pl[0].(*afxdp.Socket).ZeroCopy()
-		log.Printf("port %d %s: interface %s (ifindex %d), %d rx queue(s), XDP %s mode, %s, rate %s, buffer %d B, scheduler %s",
-			i, pc.Name, pc.Interface, ifc.Index, nq, prog.Mode, map[bool]string{true: "zero-copy", false: "copy mode"}[zc],
-			orUnlimited(pc.Rate), pc.BufferBytes, pc.Scheduler)
+		mac := pc.MACAddr
+		if mac == nil {
+			mac = ifc.HardwareAddr
+		}
+		var mechs []dataplane.MechConfig
+		var names []string
+		for _, m := range pc.Mechs {
+			mechs = append(mechs, dataplane.MechConfig{Name: m.Name, Config: m.Config})
+			names = append(names, m.Name)
+		}
+		log.Printf("port %d %s: interface %s (ifindex %d, %s), %s, %d rx queue(s), XDP %s mode, %s, rate %s, buffer %d B, scheduler %s, mechanisms %v",
+			i, pc.Name, pc.Interface, ifc.Index, mac, pc.RoleValue, nq, prog.Mode, map[bool]string{true: "zero-copy", false: "copy mode"}[zc],
+			orUnlimited(pc.Rate), pc.BufferBytes, pc.Scheduler, names)
 		links = append(links, pl)
 		info = append(info, metrics.PortInfo{Interface: pc.Interface, XDPMode: prog.Mode.String(), ZeroCopy: zc})
 		dcfg.Ports = append(dcfg.Ports, dataplane.PortConfig{
-			Name: pc.Name, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes, Scheduler: pc.Scheduler,
-			Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
-			AFQ:  dataplane.AFQConfig{BytesPerRound: int(pc.BPRBytes), SketchRows: pc.Sketch.Rows, SketchCols: pc.Sketch.Cols, ECNRounds: pc.ECNRounds},
-			Rank: pc.Rank,
+			Name: pc.Name, Role: pc.RoleValue, MAC: mac, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes,
+			Scheduler: pc.Scheduler, Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
+			Mechanisms: mechs,
 		})
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)
@@ -157,6 +167,13 @@ func run(cfg *config.Config) error {
 	if cfg.Metrics != "off" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.New(sw, info), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		for name, m := range sw.Mechanisms() {
+			if c, ok := m.(prometheus.Collector); ok {
+				if err := reg.Register(c); err != nil {
+					return fmt.Errorf("metrics of mechanism %s: %w", name, err)
+				}
+			}
+		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		ln, err := net.Listen("tcp", cfg.Metrics)
@@ -193,6 +210,10 @@ func classifier(pc config.Port) sched.Classifier {
 		n = sched.DefaultQueues
 	}
 	c := sched.DefaultClassifier(n)
+	if pc.Classify == "queue" {
+		c.By = "queue"
+		return c
+	}
 	if pc.Classify == "pcp" {
 		c.By = "pcp"
 		for p := 0; p < 8; p++ {

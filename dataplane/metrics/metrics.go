@@ -10,8 +10,7 @@ import (
 	"strconv"
 
 	"github.com/gswitch/gswitch/dataplane"
-	"github.com/gswitch/gswitch/dataplane/pkt"
-	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -46,9 +45,13 @@ var (
 	dDepthB     = desc("queue_depth_bytes", "Bytes queued in the port's egress queue.", "port", "queue")
 	dDepthP     = desc("queue_depth_packets", "Packets queued in the port's egress queue.", "port", "queue")
 	dPaused     = desc("queue_paused", "1 while the egress queue is paused.", "port", "queue")
-	dCtrl       = desc("control_queue_depth_packets", "Frames the switch emits waiting in the port's control queue.", "port")
-	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority (rsp, afq) scheduler.", "port")
-	dMarked     = desc("afq_ecn_marked_total", "Packets the port's AFQ stage marked CE.", "port")
+	dCtrl       = desc("control_queue_depth_packets", "Frames waiting in the port's control lane (frames the switch emits).", "port")
+	dCredit     = desc("credit_queue_depth_packets", "Credits waiting in the port's credit lane.", "port")
+	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority (rsp) scheduler.", "port")
+	dUp         = desc("port_up", "1 while the port's interface is up.", "port")
+	dCtlRx      = desc("control_received_total", "Control messages of the mechanisms (gswitch control header) received on the port, by type, forged ones included.", "port", "kind")
+	dEmitted    = desc("emitted_total", "Frames the switch built and queued on the port, by kind.", "port", "kind")
+	dEmitFailed = desc("emit_failed_total", "Frames the switch meant to emit on the port but could not (no frame free, lane full, port down), by kind.", "port", "kind")
 	dBufUsed    = desc("buffer_used_bytes", "Bytes held in the shared buffer by all egress queues.")
 	dBufSize    = desc("buffer_size_bytes", "Size of the shared buffer.")
 	dRate       = desc("port_rate_bits", "Configured egress rate of the port in bit/s (0 = unlimited).", "port")
@@ -61,7 +64,7 @@ var (
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
-	allDescs    = []*prometheus.Desc{dPaused, dCtrl, dRound, dMarked, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	allDescs    = []*prometheus.Desc{dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -87,9 +90,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dTxPackets, k.TxPackets, p.Name)
 		counter(dTxBytes, k.TxBytes, p.Name)
 		counter(dFlooded, k.Flooded, p.Name)
-		for r := dataplane.DropReason(0); r < dataplane.NumDropReasons; r++ {
-			counter(dDrops, k.Drops[r], p.Name, r.String())
+		for r := 1; r < pkt.NumReasons(); r++ {
+			counter(dDrops, k.Drops[r], p.Name, pkt.Reason(r).String())
 		}
+		for t := range k.ControlRx {
+			if k.ControlRx[t] != 0 {
+				counter(dCtlRx, k.ControlRx[t], p.Name, KindName(uint8(t)))
+			}
+			if k.Emitted[t] != 0 || k.EmitFailed[t] != 0 {
+				counter(dEmitted, k.Emitted[t], p.Name, KindName(uint8(t)))
+				counter(dEmitFailed, k.EmitFailed[t], p.Name, KindName(uint8(t)))
+			}
+		}
+		up := 1.0
+		if p.Down() {
+			up = 0
+		}
+		gauge(dUp, up, p.Name)
 		for e := 1; e < pkt.NumErrs; e++ {
 			counter(dMalformed, k.Malformed[e], p.Name, pkt.Err(e).String())
 		}
@@ -106,11 +123,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		_, cn := p.ControlDepth()
 		gauge(dCtrl, float64(cn), p.Name)
-		if r, ok := s.(interface{ Round() uint32 }); ok {
-			gauge(dRound, float64(r.Round()), p.Name)
+		if _, n, ok := p.CreditDepth(); ok {
+			gauge(dCredit, float64(n), p.Name)
 		}
-		if a, ok := s.(*sched.AFQ); ok {
-			counter(dMarked, a.Marked(), p.Name)
+		if r, ok := s.(interface{ Round() uint64 }); ok {
+			gauge(dRound, float64(r.Round()), p.Name)
 		}
 		gauge(dRate, float64(p.RateBits()), p.Name)
 		if i < len(c.info) {
@@ -151,4 +168,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dSleeps, st.Sleeps, ws)
 		counter(dWakeups, st.Wakeups, ws)
 	}
+}
+
+// KindName names a gswitch control message type for the kind label.
+func KindName(t uint8) string {
+	switch t {
+	case 1:
+		return "bfc_pause"
+	case 2:
+		return "bfc_resume"
+	case 3:
+		return "bfc_bitmap"
+	case 16:
+		return "sfc_bts"
+	case 32:
+		return "xp_credit"
+	case 33:
+		return "xp_request"
+	case 34:
+		return "xp_stop"
+	}
+	return "type" + strconv.Itoa(int(t))
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane"
-	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
+	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )

@@ -3,9 +3,11 @@
 //
 // # Model
 //
-// Tokens are bytes on the wire: each frame costs its length plus Overhead
-// (preamble, start delimiter, FCS and inter-frame gap, 24 bytes), so a port
-// shaped to 100 Mbit/s carries what a 100 Mbit/s Ethernet link would. The
+// Tokens are bytes on the wire: each frame costs its length, padded to the
+// 60-byte Ethernet minimum, plus Overhead (preamble, start delimiter, FCS
+// and inter-frame gap, 24 bytes), so a port shaped to 100 Mbit/s carries
+// what a 100 Mbit/s Ethernet link would, and a minimum frame costs 84 bytes
+// (ExpressPass's credit/data ratio, 84/(84+1538), holds exactly). The
 // bucket holds at most Burst bytes. A frame may leave when the bucket is not
 // in debt; it then takes its whole cost, possibly driving the bucket
 // negative. So the shaper never needs to know the next frame's size in
@@ -21,6 +23,17 @@ import "fmt"
 // Overhead is the per-frame wire overhead in bytes beyond the frame without
 // FCS: 7 preamble + 1 SFD + 4 FCS + 12 inter-frame gap.
 const Overhead = 24
+
+// MinFrame is the shortest Ethernet frame without FCS; shorter frames are
+// padded to it on the wire.
+const MinFrame = 60
+
+// WireBytes is what a frame of frameLen bytes (without FCS) occupies on the
+// wire: max(frameLen, 60) + 24.
+func WireBytes(frameLen uint32) int64 { return int64(max(frameLen, MinFrame)) + Overhead }
+
+// maxBurst bounds the bucket depth so burst x 1e9 fits in an int64.
+const maxBurst = 1 << 32
 
 // Bucket is a token bucket. The zero value is an unlimited shaper.
 type Bucket struct {
@@ -46,6 +59,26 @@ func New(bitsPerSec uint64, burstBytes int64, now int64) (*Bucket, error) {
 	}
 	if burstBytes < 1514+Overhead {
 		return nil, fmt.Errorf("burst %d B is smaller than one full-size frame (%d B)", burstBytes, 1514+Overhead)
+	}
+	return newBucket(rate, burstBytes, now)
+}
+
+// NewBucket returns a token bucket of rate bitsPerSec and depth burstBytes
+// (any depth of at least one minimum frame on the wire, 84 B): a lane's
+// meter, such as the credit lane's bucket of two credits.
+func NewBucket(bitsPerSec uint64, burstBytes int64, now int64) (*Bucket, error) {
+	if bitsPerSec < 8000 || bitsPerSec > 1e12 {
+		return nil, fmt.Errorf("rate %d bit/s out of range [8 kbit/s, 1 Tbit/s]", bitsPerSec)
+	}
+	if burstBytes < MinFrame+Overhead {
+		return nil, fmt.Errorf("burst %d B is smaller than one minimum frame on the wire (%d B)", burstBytes, MinFrame+Overhead)
+	}
+	return newBucket(int64(bitsPerSec/8), burstBytes, now)
+}
+
+func newBucket(rate, burstBytes, now int64) (*Bucket, error) {
+	if burstBytes > maxBurst {
+		return nil, fmt.Errorf("burst %d B is larger than %d B", burstBytes, int64(maxBurst))
 	}
 	b := &Bucket{rate: rate, burst: burstBytes * 1e9, last: now}
 	b.tokens = b.burst
@@ -85,12 +118,21 @@ func (b *Bucket) Ready(now int64) bool {
 }
 
 // Take charges a frame of frameLen bytes (without FCS) that was sent at the
-// time of the last Ready call.
+// time of the last Ready call: WireBytes(frameLen).
 func (b *Bucket) Take(frameLen uint32) {
 	if b.rate == 0 {
 		return
 	}
-	b.tokens -= int64(frameLen+Overhead) * 1e9
+	b.tokens -= WireBytes(frameLen) * 1e9
+}
+
+// Adjust charges delta more bytes (or gives back -delta) for a frame whose
+// length changed after Take (an egress stage added or removed a tag).
+func (b *Bucket) Adjust(delta int64) {
+	if b.rate == 0 {
+		return
+	}
+	b.tokens -= delta * 1e9
 }
 
 // Wait is how long after now until Ready turns true (0 if it is already).

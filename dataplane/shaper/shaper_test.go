@@ -9,7 +9,7 @@ func drain(b *Bucket, size uint32, start, dur, step int64) int64 {
 	for now := start; now < start+dur; now += step {
 		for b.Ready(now) {
 			b.Take(size)
-			sent += int64(size + Overhead)
+			sent += WireBytes(size)
 		}
 	}
 	return sent
@@ -17,7 +17,7 @@ func drain(b *Bucket, size uint32, start, dur, step int64) int64 {
 
 func TestRateOverOneSecond(t *testing.T) {
 	for _, rate := range []uint64{10e6, 100e6, 1e9, 10e9} {
-		for _, size := range []uint32{64, 1514} {
+		for _, size := range []uint32{42, 60, 64, 1514} {
 			b, err := New(rate, 0, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -68,5 +68,48 @@ func TestUnlimitedAndBadConfig(t *testing.T) {
 	}
 	if _, err := New(1e9, 100, 0); err == nil {
 		t.Fatal("burst smaller than a frame accepted")
+	}
+}
+
+// TestCreditRatio is ExpressPass's arithmetic on the wire accounting: a
+// bucket at 84/(84+1538) of a port's rate passes, over one second of
+// minimum frames offered at twice that rate, exactly that rate's worth, and
+// a bucket two credits deep never holds more than two.
+func TestCreditRatio(t *testing.T) {
+	const line = 1e9
+	rate := uint64(line) * 84 / 1622
+	b, err := NewBucket(rate, 2*84, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if WireBytes(60) != 84 || WireBytes(1514) != 1538 || WireBytes(42) != 84 {
+		t.Fatalf("wire bytes %d %d %d", WireBytes(60), WireBytes(1514), WireBytes(42))
+	}
+	gap := int64(84 * 8 * 1e9 / float64(rate) / 2) // offered at twice the rate
+	passed := 0
+	for now := int64(0); now < 1e9; now += gap {
+		if b.Ready(now) {
+			b.Take(60)
+			passed++
+		}
+		if b.tokens > 2*84*1e9 {
+			t.Fatalf("bucket holds %d bytes at %d ns", b.tokens/1e9, now)
+		}
+	}
+	want := float64(rate) / 8 / 84
+	if d := float64(passed)/want - 1; d > 0.005 || d < -0.005 {
+		t.Fatalf("passed %d credits in 1 s, want %.0f", passed, want)
+	}
+}
+
+func TestNewBucketBounds(t *testing.T) {
+	if _, err := NewBucket(1e9, 83, 0); err == nil {
+		t.Fatal("a bucket smaller than one minimum frame was accepted")
+	}
+	if _, err := NewBucket(1e9, 1<<40, 0); err == nil {
+		t.Fatal("a burst that overflows the token arithmetic was accepted")
+	}
+	if _, err := New(1e9, 1<<40, 0); err == nil {
+		t.Fatal("New accepted a burst that overflows")
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"container/heap"
 	"fmt"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/queues"
@@ -122,8 +122,9 @@ func Run(cfg Config) (Result, error) {
 	if cfg.MaxTime == 0 {
 		cfg.MaxTime = 60e9
 	}
-	rank := sched.RankPacket
-	s, err := sched.New(cfg.Scheduler, sched.Params{PortBytes: cfg.BufferB, Rank: rank})
+	// The simulated hosts stamp each segment's rank themselves (as pFabric's
+	// gsperf mode does in the header the switch reads).
+	s, err := sched.New(cfg.Scheduler, sched.Params{PortBytes: cfg.BufferB})
 	if err != nil {
 		return Result{}, err
 	}

@@ -20,7 +20,7 @@ run_switch() { # sched
 	{
 		echo "ports:"
 		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i}"; done
-		echo "  - {name: p5, interface: ${ID}p5, rate: $RATE, buffer: $BUFFER, scheduler: $1, queues: 32}"
+		echo "  - {name: p5, interface: ${ID}p5, rate: $RATE, buffer: $BUFFER, $(policy_keys $1), queues: 32}"
 		echo "metrics: \"off\""
 	} >"$WORK/gswitchd.yaml"
 	switch_start "$OUT/gswitchd-$1.log"

@@ -22,7 +22,7 @@ exp_begin $ID 6 10.206.0
 	echo "ports:"
 	for i in 1 2 3 4 5 6; do
 		if [ $i = 6 ]; then
-			echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, scheduler: pfabric, rank: gsperf}"
+			echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, $(policy_keys pfabric)}"
 		else
 			echo "  - {name: p$i, interface: ${ID}p$i}"
 		fi

@@ -34,7 +34,7 @@ for s in $SCHEDS; do
 	[ "$s" = pfabric ] && mode=pfabric extra=(-rto "$PFABRIC_RTO")
 	{
 		echo "ports:"
-		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, buffer: $BUFFER, scheduler: $s, queues: 32}"; done
+		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, buffer: $BUFFER, $(policy_keys $s), queues: 32}"; done
 		echo "metrics: \"off\""
 	} >"$WORK/gswitchd.yaml"
 	switch_start "$OUT/gswitchd-$s.log"

@@ -13,6 +13,19 @@
 #                          the hosts down and remove $WORK
 #   switch_start LOG       run $WORK/gswitchd on $WORK/gswitchd.yaml (PID in $PID)
 #   switch_stop            stop it, if running
+#   policy_keys NAME       the port keys (flow-style YAML) of a queueing policy by
+#                          name: a scheduler (fifo, drr, sfq, prio), or a mechanism
+#                          with the scheduler it runs on (afq: rsp + afq;
+#                          pfabric: pfabric + pfabric ranks from the gsperf header)
+
+policy_keys() {
+	case $1 in
+	afq) echo "scheduler: rsp, mechanisms: {afq: {}}" ;;
+	pfabric) echo "scheduler: pfabric, mechanisms: {pfabric: {rank: gsperf}}" ;;
+	pfabric-las) echo "scheduler: pfabric, mechanisms: {pfabric: {rank: las}}" ;;
+	*) echo "scheduler: $1" ;;
+	esac
+}
 
 topo_up() {
 	local id=$1 n=$2 subnet=$3 i

@@ -293,7 +293,7 @@ func TestGsperfPFabricStampsRemainingSize(t *testing.T) {
 // about when all the bytes could have left.
 func TestPFabricServesFlowsOneAtATime(t *testing.T) {
 	tp := NewTopo(t, 4)
-	sw := tp.StartSwitch("", PortOpts{3: "rate: 200Mbit\nscheduler: pfabric\nrank: gsperf"})
+	sw := tp.StartSwitch("", PortOpts{3: "rate: 200Mbit\nscheduler: pfabric\nmechanisms: {pfabric: {rank: gsperf}}"})
 	stop := gsperfServer(t, tp.Hosts[3])
 	for _, h := range tp.Hosts[:3] {
 		h.Exec(t, 5*time.Second, "ping", "-c", "1", "-W", "1", tp.Hosts[3].IP)

@@ -99,7 +99,7 @@ func TestStrictPriority(t *testing.T) {
 // DSCP marking: AFQ tells flows apart by their 5-tuple).
 func TestAFQFairShare(t *testing.T) {
 	tp := NewTopo(t, 4)
-	sw := tp.StartSwitch("", PortOpts{3: "rate: 200Mbit\nscheduler: afq\nqueues: 32"})
+	sw := tp.StartSwitch("", PortOpts{3: "rate: 200Mbit\nscheduler: rsp\nmechanisms: {afq: {}}\nqueues: 32"})
 	hs := tp.Hosts
 	for _, h := range hs[:3] {
 		h.Exec(t, 5*time.Second, "ping", "-c", "1", "-W", "1", hs[3].IP)

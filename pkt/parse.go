@@ -9,6 +9,8 @@ const (
 	EtherTypeVLAN  = 0x8100
 	EtherTypeQinQ  = 0x88a8
 	EtherTypeIPv6  = 0x86dd
+	EtherTypeGC    = 0x88b6 // gswitch link-local control messages (IEEE 802 local experimental 2)
+	TPIDUpQ        = 0x88b5 // BFC upstream-queue tag (IEEE 802 local experimental 1)
 	ProtoTCP       = 6
 	ProtoUDP       = 17
 	EthHeaderLen   = 14
@@ -30,10 +32,11 @@ const (
 	ErrL4          // truncated TCP or UDP header, or bad TCP data offset
 	ErrTooDeep     // headers end beyond byte 255 (offsets do not fit)
 	ErrSrcMAC      // the source MAC is a group (multicast or broadcast) address
+	ErrTag         // a truncated BFC tag, or one that is not outermost
 	numErrs
 )
 
-var errNames = [...]string{"ok", "short", "vlan", "arp", "ipv4", "ipv6", "l4", "too_deep", "src_mac"}
+var errNames = [...]string{"ok", "short", "vlan", "arp", "ipv4", "ipv6", "l4", "too_deep", "src_mac", "tag"}
 
 func (e Err) String() string {
 	if int(e) < len(errNames) {
@@ -52,6 +55,7 @@ const NumErrs = int(numErrs)
 // understand.
 func Parse(frame []byte, p *Packet) Err {
 	p.Hash, p.VLAN, p.L3Off, p.L4Off, p.Proto, p.TOS, p.PCP, p.Flags = 0, 0, 0, 0, 0, 0, 0, 0
+	p.UpQ, p.TagOff, p.Ctl = 0, 0, 0
 	if len(frame) < EthHeaderLen {
 		return ErrShort
 	}
@@ -60,11 +64,27 @@ func Parse(frame []byte, p *Packet) Err {
 	}
 	if frame[0]&1 != 0 {
 		p.Flags |= FlagMulticast
+		if frame[0] == 0x01 && frame[1] == 0x80 && frame[2] == 0xc2 && frame[3] == 0 && frame[4] == 0 && frame[5]&0xf0 == 0 {
+			p.Flags |= FlagLinkLocal
+		}
 	}
 	off := 12
 	et := binary.BigEndian.Uint16(frame[off:])
 	off += 2
-	for tags := 0; et == EtherTypeVLAN || et == EtherTypeQinQ; tags++ {
+	if et == TPIDUpQ {
+		if len(frame) < off+4 {
+			return ErrTag
+		}
+		p.UpQ = binary.BigEndian.Uint16(frame[off:]) & 0x0fff
+		p.TagOff = 12
+		p.Flags |= FlagUpQ
+		et = binary.BigEndian.Uint16(frame[off+2:])
+		off += 4
+	}
+	for tags := 0; et == EtherTypeVLAN || et == EtherTypeQinQ || et == TPIDUpQ; tags++ {
+		if et == TPIDUpQ {
+			return ErrTag // only as the outermost tag
+		}
 		if tags == 2 || len(frame) < off+4 {
 			return ErrVLAN
 		}
@@ -89,8 +109,32 @@ func Parse(frame []byte, p *Packet) Err {
 		return parseIPv4(frame, off, p)
 	case EtherTypeIPv6:
 		return parseIPv6(frame, off, p)
+	case EtherTypeGC:
+		// A link-local control message: the type is in the GC header.
+		p.L3Off = uint8(off)
+		if t, ok := gcType(frame[off:]); ok {
+			p.Flags |= FlagControl
+			p.Ctl = t
+		}
 	}
 	return OK
+}
+
+// GC header: magic "GC", version, type, body length, flags (see package wire).
+const (
+	gcMagic0, gcMagic1 = 'G', 'C'
+	gcVersion          = 1
+	// GCHeaderLen is the length of the gswitch control header.
+	GCHeaderLen = 8
+)
+
+// gcType reads the type of the GC header at the start of b, if b starts
+// with one (magic and version right, a non-zero type).
+func gcType(b []byte) (uint8, bool) {
+	if len(b) < GCHeaderLen || b[0] != gcMagic0 || b[1] != gcMagic1 || b[2] != gcVersion || b[3] == 0 {
+		return 0, false
+	}
+	return b[3], true
 }
 
 func parseIPv4(frame []byte, off int, p *Packet) Err {
@@ -180,6 +224,10 @@ func parseL4(frame []byte, off int, a, b uint64, p *Packet) Err {
 			return ErrL4
 		}
 		ports = uint64(binary.BigEndian.Uint32(frame[off:]))
+		if t, ok := gcType(frame[off+8:]); ok {
+			p.Flags |= FlagControl
+			p.Ctl = t
+		}
 	default:
 		p.Hash = hash(a, b^uint64(p.Proto))
 		return OK

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/pkt"
-	"github.com/gswitch/gswitch/dataplane/pkt/pkttest"
+	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/pkt/pkttest"
 )
 
 var (

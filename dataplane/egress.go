@@ -1,0 +1,286 @@
+package dataplane
+
+import (
+	"github.com/gswitch/gswitch/dataplane/afxdp"
+	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/queues"
+)
+
+// fromQueues maps a traffic-manager drop to its reason.
+var fromQueues = [queues.NumDrops]pkt.Reason{
+	queues.BufferFull: pkt.ReasonBufferFull, queues.PortLimit: pkt.ReasonPortLimit, queues.QueueLimit: pkt.ReasonQueueLimit,
+	queues.Evicted: pkt.ReasonEvicted, queues.RoundOverflow: pkt.ReasonRoundOverflow,
+}
+
+// admit runs the port's admission hooks over p and gives it to the traffic
+// manager: the data scheduler, or the control or credit lane the hooks
+// chose (egress worker only).
+func (w *worker) admit(port *Port, p *pkt.Packet, now int64) {
+	if port.down.Load() {
+		w.drop(port, p, pkt.ReasonPortDown)
+		return
+	}
+	p.Verdict = pkt.Forward
+	for _, h := range port.admit {
+		h.Admit(port.Index, p, now)
+		if p.Verdict != pkt.Forward {
+			break
+		}
+	}
+	switch p.Verdict {
+	case pkt.Forward:
+	case pkt.Consume:
+		w.release(p.Addr)
+		return
+	default:
+		w.dropAdmitted(port, p, p.Reason, now)
+		return
+	}
+	switch p.Lane {
+	case pkt.LaneControl:
+		w.toLane(port, p, now)
+		return
+	case pkt.LaneCredit:
+		if port.credit != nil {
+			w.toLane(port, p, now)
+			return
+		}
+		p.Lane = pkt.LaneData // no credit lane on this port: credits are data here
+	}
+	// Frame admission: the queues may hold only part of each worker's
+	// frames (the rest keep the fill rings and the emit reserve going), and
+	// one port only as many as are still free (a dynamic threshold on frames,
+	// so two congested ports leave a third of them to the others).
+	owner := w.s.workers[w.s.owner(p.Addr)]
+	if owner.queued.Load() >= owner.queueLimit || port.frames >= w.s.frameLimit-w.s.queuedFrames.Load() {
+		w.dropAdmitted(port, p, pkt.ReasonFrameLimit, now)
+		return
+	}
+	// On a drop, *p is the packet to free: the arriving one, or the one it evicted.
+	w.arrival = *p
+	d := port.sched.Enqueue(p)
+	if d == queues.Accepted {
+		w.queuedOne(owner, port, 1)
+		for _, h := range port.observe {
+			h.Enqueued(port.Index, p, now)
+		}
+		return
+	}
+	if d == queues.Evicted {
+		// The arrival is in; the evicted packet leaves the queues.
+		w.queuedOne(owner, port, 1)
+		for _, h := range port.observe {
+			h.Enqueued(port.Index, &w.arrival, now)
+		}
+		w.queuedOne(w.s.workers[w.s.owner(p.Addr)], port, -1)
+		w.dropAdmitted(port, p, pkt.ReasonEvicted, now)
+		if port.evictor != nil {
+			for port.evictor.MoreEvicted(&w.evictBuf) {
+				w.queuedOne(w.s.workers[w.s.owner(w.evictBuf.Addr)], port, -1)
+				w.dropAdmitted(port, &w.evictBuf, pkt.ReasonEvicted, now)
+			}
+		}
+		return
+	}
+	w.dropAdmitted(port, p, fromQueues[d], now)
+}
+
+// queuedOne counts a frame of owner's range into (d = 1) or out of (d = -1)
+// port's queues.
+func (w *worker) queuedOne(owner *worker, port *Port, d int64) {
+	owner.queued.Add(d)
+	w.s.queuedFrames.Add(d)
+	port.frames += d
+}
+
+// drop frees p, counting reason r on port.
+func (w *worker) drop(port *Port, p *pkt.Packet, r pkt.Reason) {
+	w.ctr[port.Index].drops[r].Add(1)
+	w.release(p.Addr)
+}
+
+// dropAdmitted drops a packet that went through the port's admission hooks:
+// the mechanisms observing the port hear of it first.
+func (w *worker) dropAdmitted(port *Port, p *pkt.Packet, r pkt.Reason, now int64) {
+	for _, h := range port.observe {
+		h.Dropped(port.Index, p, r, now)
+	}
+	w.drop(port, p, r)
+}
+
+// toLane puts a frame on the port's control or credit lane (egress worker
+// only); a full lane drops it (lane_full).
+func (w *worker) toLane(port *Port, p *pkt.Packet, now int64) bool {
+	var ok bool
+	if p.Lane == pkt.LaneCredit && port.credit != nil {
+		ok = port.credit.q.Push(p)
+	} else {
+		ok = port.ctrl.Push(p)
+	}
+	if !ok {
+		w.drop(port, p, pkt.ReasonLaneFull)
+	}
+	return ok
+}
+
+// serve moves what other workers handed over into the port's lanes and
+// scheduler, and sends what the shaper and the tx ring allow: the control
+// lane first, then the credit lane as its bucket allows, then the data
+// scheduler. Data packets pass the mechanisms' Dequeued and Egress hooks on
+// the way out.
+func (w *worker) serve(p *Port, now int64) bool {
+	work := false
+	for _, r := range p.emitIn {
+		if r == nil {
+			continue
+		}
+		for n := r.Pop(w.hpkts[:]); n > 0; n = r.Pop(w.hpkts[:]) {
+			for i := 0; i < n; i++ {
+				if p.down.Load() {
+					w.drop(p, &w.hpkts[i], pkt.ReasonPortDown)
+					continue
+				}
+				w.toLane(p, &w.hpkts[i], now)
+			}
+			work = true
+		}
+	}
+	for _, r := range p.in {
+		if r == nil {
+			continue
+		}
+		for n := r.Pop(w.hpkts[:]); n > 0; n = r.Pop(w.hpkts[:]) {
+			for i := 0; i < n; i++ {
+				w.admit(p, &w.hpkts[i], now)
+			}
+			work = true
+		}
+	}
+	if p.down.Load() {
+		if !p.flushed {
+			w.flush(p, now)
+			p.flushed = true
+			work = true
+		}
+		p.sched.Publish()
+		p.ctrl.Publish()
+		return work
+	}
+	p.flushed = false
+	room := min(p.txLink.TxFree(), BatchSize)
+	nl, nd := 0, 0
+	for nl+nd < room && p.shaper.Ready(now) {
+		var pk *pkt.Packet
+		switch {
+		case p.ctrl.Pop(&w.laneOut[nl]):
+			pk = &w.laneOut[nl]
+			nl++
+		case p.credit != nil && !p.credit.q.Empty() && p.credit.bucket.Ready(now):
+			pk = &w.laneOut[nl]
+			p.credit.q.Pop(pk)
+			p.credit.bucket.Take(pk.Len)
+			nl++
+		case p.sched.Dequeue(&w.dataOut[nd]):
+			pk = &w.dataOut[nd]
+			w.dataLen[nd] = pk.Len
+			w.queuedOne(w.s.workers[w.s.owner(pk.Addr)], p, -1)
+			nd++
+		}
+		if pk == nil {
+			break
+		}
+		p.shaper.Take(pk.Len)
+	}
+	if nd > 0 && (len(p.observe) > 0 || len(p.egressH) > 0) {
+		b := &w.batch
+		b.Pkts, b.Now = w.dataOut[:nd], now
+		for i := range b.Pkts {
+			b.Pkts[i].Verdict = pkt.Forward
+		}
+		for _, h := range p.observe {
+			h.Dequeued(p.Index, b)
+		}
+		for _, h := range p.egressH {
+			h.Egress(p.Index, b)
+		}
+		for i := range b.Pkts {
+			if d := int64(b.Pkts[i].Len) - int64(w.dataLen[i]); d != 0 {
+				p.shaper.Adjust(d) // an egress stage grew or shrank the frame
+			}
+		}
+	}
+	n := 0
+	var bytes uint64
+	for i := 0; i < nl; i++ {
+		pk := &w.laneOut[i]
+		p.txDescs[n] = afxdp.Desc{Addr: pk.Addr, Len: pk.Len}
+		bytes += uint64(pk.Len)
+		n++
+	}
+	for i := 0; i < nd; i++ {
+		pk := &w.dataOut[i]
+		if pk.Verdict != pkt.Forward {
+			if pk.Verdict == pkt.Drop {
+				w.drop(p, pk, pk.Reason)
+			} else {
+				w.release(pk.Addr)
+			}
+			continue
+		}
+		p.txDescs[n] = afxdp.Desc{Addr: pk.Addr, Len: pk.Len}
+		bytes += uint64(pk.Len)
+		n++
+	}
+	if n > 0 {
+		p.txLink.Transmit(p.txDescs[:n]) // takes all n: room was checked
+		p.txOutstanding.Add(int64(n))
+		c := &w.ctr[p.Index]
+		c.txPackets.Add(uint64(n))
+		c.txBytes.Add(bytes)
+		work = true
+	}
+	if nl+nd > 0 || p.txOutstanding.Load() > 0 {
+		p.txLink.Kick()
+	}
+	p.sched.Publish()
+	p.ctrl.Publish()
+	if p.credit != nil {
+		p.credit.q.Publish()
+	}
+	return work
+}
+
+// flush drops everything queued on a port that went down: each data packet
+// is a port_down drop that the port's mechanisms hear of (so, for example,
+// pause counters come back down).
+func (w *worker) flush(p *Port, now int64) {
+	for {
+		if !p.ctrl.Pop(&w.pk) {
+			break
+		}
+		w.drop(p, &w.pk, pkt.ReasonPortDown)
+	}
+	if p.credit != nil {
+		for p.credit.q.Pop(&w.pk) {
+			w.drop(p, &w.pk, pkt.ReasonPortDown)
+		}
+	}
+	// Resume every queue so the scheduler gives up what a pause holds
+	// back, then restore the pauses (they belong to whoever sent them).
+	var paused uint64
+	for q := 0; q < p.sched.NumQueues(); q++ {
+		if p.sched.Paused(q) {
+			paused |= 1 << q
+			p.sched.Resume(q)
+		}
+	}
+	for p.sched.Dequeue(&w.pk) {
+		w.queuedOne(w.s.workers[w.s.owner(w.pk.Addr)], p, -1)
+		w.dropAdmitted(p, &w.pk, pkt.ReasonPortDown, now)
+	}
+	for q := 0; q < p.sched.NumQueues(); q++ {
+		if paused&(1<<q) != 0 {
+			p.sched.Pause(q)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package dataplane
+
+import (
+	"testing"
+
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/pkt/pkttest"
+)
+
+// TestCongestedPortsCannotTakeEveryFrame: two ports whose queues are paused
+// and whose buffers are large take 64-byte frames until the traffic manager
+// refuses them by frame count (frame_limit), not by bytes: the fill rings
+// keep frames, and two other hosts keep talking. Before admission counted
+// frames, 64-byte frames filled every UMEM frame and every port stopped
+// receiving.
+func TestCongestedPortsCannotTakeEveryFrame(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		s, l, clk := testSwitch(t, 4, workers, 4096, func(c *Config) {
+			c.SharedBuffer = 64 << 20
+			for i := 2; i < 4; i++ {
+				c.Ports[i].BufferBytes = 64 << 20
+				c.Ports[i].MaxPackets = 1 << 20
+			}
+		})
+		for i := range l { // every host announces itself
+			l[i].Inject(udp(0xff, byte(i+1), 10))
+			settle(s)
+		}
+		s.Ports()[2].PauseQueue(0)
+		s.Ports()[3].PauseQueue(0)
+		small := [2][]byte{udp(3, 1, 18), udp(4, 1, 18)} // 60-byte frames
+		for i := 0; i < 20000; i++ {
+			l[0].Inject(small[i%2])
+			if i%64 == 63 {
+				settle(s)
+			}
+		}
+		settle(s)
+		c2, c3 := s.Counters(2), s.Counters(3)
+		if c2.Drops[pkt.ReasonFrameLimit]+c3.Drops[pkt.ReasonFrameLimit] == 0 {
+			t.Fatalf("workers %d: no frame_limit drops; frames %+v", workers, s.Frames())
+		}
+		f := s.Frames()
+		if f.Queued > uint64(s.QueueFrameLimit(0))*uint64(workers)+1 {
+			t.Fatalf("workers %d: %d frames queued, limit %d per worker", workers, f.Queued, s.QueueFrameLimit(0))
+		}
+		// Hosts 2 and 1 still reach each other.
+		before := l[0].SentCount
+		for i := 0; i < 100; i++ {
+			l[1].Inject(udp(1, 2, 100))
+			settle(s)
+		}
+		if got := l[0].SentCount - before; got != 100 {
+			t.Fatalf("workers %d: %d of 100 frames between uncongested hosts arrived (frames %+v)", workers, got, s.Frames())
+		}
+		s.Ports()[2].ResumeQueue(0)
+		s.Ports()[3].ResumeQueue(0)
+		for i := 0; i < 50; i++ {
+			clk.t += 1e7
+			settle(s)
+		}
+		checkFrames(t, s)
+	}
+}
+
+// TestFloodReachesEveryPort: a broadcast on a switch of 100 ports reaches
+// the 99 others (flooding stopped at 64 ports).
+func TestFloodReachesEveryPort(t *testing.T) {
+	s, l, _ := testSwitch(t, 100, 1, 16384, nil)
+	l[0].Inject(pkttest.ARP(pkttest.MAC(1), ip1, ip2))
+	settle(s)
+	for i := 1; i < 100; i++ {
+		if l[i].SentCount != 1 {
+			t.Fatalf("port %d got %d copies", i, l[i].SentCount)
+		}
+	}
+	checkFrames(t, s)
+}
+
+// TestLinkLocalAndControlFrames: bridge-protocol frames are never
+// forwarded; control messages of ours are forged on host ports and
+// unclaimed on fabric ports when no mechanism takes them; a UDP message of a
+// type only switches send (a BTS) is forged from a host but forwarded on a
+// fabric port when the switch runs no SFC.
+func TestLinkLocalAndControlFrames(t *testing.T) {
+	s, l, _ := testSwitch(t, 3, 1, 4096, func(c *Config) { c.Ports[1].Role = mech.RoleFabric })
+	l[2].Inject(udp(1, 3, 10)) // host 3 is learnt on port 2 (the frame floods)
+	settle(s)
+	l[0].SentCount, l[2].SentCount = 0, 0
+	stp := pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0}, pkttest.MAC(1), 0x0027, 0, 0)
+	stp = append(stp, make([]byte, 46)...)
+	gc := pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, pkttest.MAC(1), pkt.EtherTypeGC, 0, 0)
+	gc = append(gc, 'G', 'C', 1, 1, 0, 12, 0, 0)
+	gc = append(gc, make([]byte, 38)...)
+	bts := udp(3, 1, 64)
+	copy(bts[42:], []byte{'G', 'C', 1, 16, 0, 36, 0, 0})
+	for _, in := range []int{0, 1} {
+		l[in].Inject(stp)
+		l[in].Inject(gc)
+		l[in].Inject(bts)
+	}
+	settle(s)
+	host, fabric := s.Counters(0), s.Counters(1)
+	if host.Drops[pkt.ReasonLinkLocal] != 1 || fabric.Drops[pkt.ReasonLinkLocal] != 1 {
+		t.Errorf("link-local drops: host port %d, fabric port %d", host.Drops[pkt.ReasonLinkLocal], fabric.Drops[pkt.ReasonLinkLocal])
+	}
+	if host.Drops[pkt.ReasonForged] != 2 || fabric.Drops[pkt.ReasonForged] != 0 || fabric.Drops[pkt.ReasonUnclaimed] != 1 {
+		t.Errorf("host forged %d, fabric forged %d, fabric unclaimed %d", host.Drops[pkt.ReasonForged], fabric.Drops[pkt.ReasonForged], fabric.Drops[pkt.ReasonUnclaimed])
+	}
+	if host.ControlRx[1] != 1 || host.ControlRx[16] != 1 || fabric.ControlRx[16] != 1 {
+		t.Errorf("control messages counted: host %d %d, fabric %d", host.ControlRx[1], host.ControlRx[16], fabric.ControlRx[16])
+	}
+	// Only the BTS from the fabric port reached host 3; nothing was flooded.
+	if l[2].SentCount != 1 || l[0].SentCount != 0 {
+		t.Errorf("host 3 got %d frames, host 1 got %d", l[2].SentCount, l[0].SentCount)
+	}
+	checkFrames(t, s)
+}
+
+// TestEmitGetsOutWhenDataFillsEverything: with the data handoff ring full
+// and the data queues holding all they may, a frame the switch emits on the
+// congested port from another worker still leaves, first.
+func TestEmitGetsOutWhenDataFillsEverything(t *testing.T) {
+	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) {
+		c.HandoffSize = 64
+		c.Ports[1].RateBits = 8e6
+		c.Ports[1].BufferBytes = 64 << 20
+		c.Ports[1].MaxPackets = 1 << 20
+		c.SharedBuffer = 64 << 20
+	})
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	p1 := s.Ports()[1]
+	p1.PauseQueue(0)
+	in := s.Ports()[0].owner[0]
+	if p1.egress == in {
+		t.Skip("both ports on one worker")
+	}
+	// Worker `in` receives data for port 1 while port 1's worker does not run: the handoff ring fills.
+	for i := 0; i < 200; i++ {
+		l[0].Inject(udp(2, 1, 1000))
+		s.Step(in)
+	}
+	if s.Counters(1).Drops[pkt.ReasonHandoffFull] == 0 {
+		t.Fatal("the handoff ring never filled")
+	}
+	em := s.Emitter(in)
+	buf := em.Frame(1, 2)
+	if buf == nil {
+		t.Fatal("no frame to emit")
+	}
+	n := copy(buf, pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, pkttest.MAC(0xfe), pkt.EtherTypeGC, 0, 0))
+	n += copy(buf[n:], []byte{'G', 'C', 1, 2, 0, 12, 0, 0})
+	n = max(n, 60)
+	if !em.Send(n, pkt.LaneControl) {
+		t.Fatal("emission refused")
+	}
+	l[1].Record = true
+	s.Step(p1.egress)
+	if len(l[1].Sent) == 0 || pkt.DstMAC(l[1].Sent[0]) != 0x0180c200000e {
+		t.Fatalf("the emitted frame did not leave first: %d frames sent", len(l[1].Sent))
+	}
+	if c := s.Counters(1); c.Emitted[2] != 1 || c.EmitFailed[2] != 0 {
+		t.Fatalf("emitted %d, failed %d", c.Emitted[2], c.EmitFailed[2])
+	}
+	p1.ResumeQueue(0)
+	for i := 0; i < 300; i++ {
+		clk.t += 1e7
+		settle(s)
+	}
+	checkFrames(t, s)
+}
+
+// TestPortDownFlushesAndRecovers: a port that goes down drops what it holds
+// (port_down), refuses new frames and emissions, gives every frame back,
+// and forwards again when it comes back.
+func TestPortDownFlushesAndRecovers(t *testing.T) {
+	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].RateBits = 8e6 })
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	for i := 0; i < 50; i++ {
+		l[0].Inject(udp(2, 1, 1000))
+	}
+	settle(s)
+	if s.Frames().Queued == 0 {
+		t.Fatal("nothing queued")
+	}
+	s.SetPortDown(1, true)
+	settle(s)
+	for i := 0; i < 10; i++ {
+		l[0].Inject(udp(2, 1, 1000))
+	}
+	settle(s)
+	c := s.Counters(1)
+	if c.Drops[pkt.ReasonPortDown] < 40 || s.Frames().Queued != 0 {
+		t.Fatalf("port_down drops %d, queued %d", c.Drops[pkt.ReasonPortDown], s.Frames().Queued)
+	}
+	if s.Emitter(0).Frame(1, 3) != nil {
+		t.Fatal("a frame to emit on a down port")
+	}
+	if s.Counters(1).EmitFailed[3] != 1 {
+		t.Fatal("failed emission not counted")
+	}
+	checkFrames(t, s)
+	s.SetPortDown(1, false)
+	before := l[1].SentCount
+	l[0].Inject(udp(2, 1, 100))
+	clk.t += 1e9
+	settle(s)
+	if l[1].SentCount != before+1 {
+		t.Fatalf("after up: %d frames sent, want %d", l[1].SentCount, before+1)
+	}
+	checkFrames(t, s)
+}

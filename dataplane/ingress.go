@@ -1,0 +1,263 @@
+package dataplane
+
+import (
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/pkt"
+)
+
+// ingress runs the ingress stages over a batch of n frames received on
+// port in, then dispatches each packet by its verdict: to its egress port's
+// traffic manager (here or through a handoff ring), to every other port
+// (flood), or back to the free list (drop, consume).
+//
+// The stages, in order:
+//
+//	parse        pkt.Parse: headers, offsets, flow hash; malformed frames dropped
+//	control      gswitch control messages and bridge protocols: role check, the mechanism's Control hook
+//	forwarding   the L2 learning switch: learn the source, look up the destination
+//	mechanisms   the Ingress hooks of the mechanisms enabled on the port
+func (w *worker) ingress(in int, n int, now int64) {
+	s := w.s
+	c := &w.ctr[in]
+	memLen := uint64(len(s.mem))
+	var bytes uint64
+	k := 0
+	for i := 0; i < n; i++ {
+		d := w.rxDescs[i]
+		bytes += uint64(d.Len)
+		if d.Addr >= memLen {
+			c.drops[pkt.ReasonBadDesc].Add(1) // not a frame of ours: nothing to free
+			continue
+		}
+		if d.Len == 0 || d.Addr+uint64(d.Len) > (d.Addr|(s.frameSize-1))+1 {
+			c.drops[pkt.ReasonBadDesc].Add(1)
+			w.release(d.Addr)
+			continue
+		}
+		p := &w.pkts[k]
+		p.Addr, p.Len, p.InPort, p.OutPort, p.Queue, p.Rank, p.TS = d.Addr, d.Len, uint16(in), 0, 0, 0, now
+		p.Verdict, p.Reason, p.Lane, p.Meta = pkt.Forward, 0, pkt.LaneData, 0
+		if e := pkt.Parse(s.mem[d.Addr:d.Addr+uint64(d.Len)], p); e != pkt.OK {
+			c.malformed[e].Add(1)
+			c.drops[pkt.ReasonMalformed].Add(1)
+			w.release(d.Addr)
+			continue
+		}
+		k++
+	}
+	c.rxPackets.Add(uint64(n))
+	c.rxBytes.Add(bytes)
+	if k == 0 {
+		return
+	}
+	b := &w.batch
+	b.Pkts, b.Now = w.pkts[:k], now
+	w.control(in, b)
+	w.forwardL2(in, b)
+	for _, h := range s.ports[in].ingressH {
+		h.Ingress(in, b)
+	}
+	w.dispatch(in, b)
+}
+
+// Scope of gswitch control message types (the GC header's type): types
+// below 16 are link-local (BFC), 16-31 are SFC's back-to-sender frames,
+// which only switches send, and from 32 on ExpressPass's, which hosts send.
+func gcLinkLocal(t uint8) bool { return t < 16 }
+func gcFromHost(t uint8) bool  { return t >= 32 }
+
+// control applies the port's role to control frames and hands those of a
+// mechanism of this switch to its Control hook.
+//
+//   - Frames to the bridge-protocol groups 01:80:C2:00:00:0x that are not
+//     ours (STP, LLDP, 802.1X) are never forwarded.
+//   - Link-local messages of ours (EtherType 0x88B6) are never forwarded: on
+//     a host port they are forged; on a fabric port they go to their
+//     mechanism, or are dropped as unclaimed.
+//   - Routed messages (in UDP) that only switches send (BTS) are forged on
+//     host ports. The others go to their mechanism if this switch runs it
+//     (it may consume them or set their lane), else they are forwarded like
+//     any packet.
+func (w *worker) control(in int, b *mech.Batch) {
+	s := w.s
+	c := &w.ctr[in]
+	host := s.ports[in].Role == mech.RoleHost
+	for i := range b.Pkts {
+		p := &b.Pkts[i]
+		if p.Flags&(pkt.FlagControl|pkt.FlagLinkLocal) == 0 && p.EthType != pkt.EtherTypeGC {
+			continue
+		}
+		if p.EthType == pkt.EtherTypeGC {
+			c.controlRx[p.Ctl].Add(1)
+			switch {
+			case host:
+				p.DropWith(pkt.ReasonForged)
+			case p.Flags&pkt.FlagControl == 0 || !gcLinkLocal(p.Ctl) || s.control[p.Ctl] == nil:
+				p.DropWith(pkt.ReasonUnclaimed)
+			default:
+				w.controlHook(in, b, i)
+				if p.Verdict == pkt.Forward || p.Verdict == pkt.Flood {
+					p.Verdict = pkt.Consume // link-local: never forwarded
+				}
+			}
+			continue
+		}
+		if p.Flags&pkt.FlagLinkLocal != 0 {
+			p.DropWith(pkt.ReasonLinkLocal)
+			continue
+		}
+		// A routed message in UDP.
+		if gcLinkLocal(p.Ctl) {
+			p.Flags &^= pkt.FlagControl // link-local types mean nothing in UDP: plain data
+			p.Ctl = 0
+			continue
+		}
+		c.controlRx[p.Ctl].Add(1)
+		if host && !gcFromHost(p.Ctl) {
+			p.DropWith(pkt.ReasonForged)
+			continue
+		}
+		if s.control[p.Ctl] != nil {
+			w.controlHook(in, b, i)
+		}
+	}
+}
+
+// controlHook calls the Control hook of packet i's type with a batch of one.
+func (w *worker) controlHook(in int, b *mech.Batch, i int) {
+	one := mech.Batch{Pkts: b.Pkts[i : i+1], Mem: b.Mem, Now: b.Now, Worker: b.Worker}
+	w.s.control[b.Pkts[i].Ctl].Control(in, &one)
+}
+
+// forwardL2 is the forwarding stage of an L2 port: learn the source MAC on
+// the ingress port, look up the destination. Group destinations and
+// unknown unicast flood; a destination learnt on the ingress port is
+// filtered.
+func (w *worker) forwardL2(in int, b *mech.Batch) {
+	s := w.s
+	for i := range b.Pkts {
+		p := &b.Pkts[i]
+		if p.Verdict != pkt.Forward {
+			continue
+		}
+		frame := b.Frame(p)
+		s.mac.Learn(pkt.SrcMAC(frame), uint16(in), b.Now)
+		if p.Flags&pkt.FlagMulticast != 0 {
+			p.Verdict = pkt.Flood
+			continue
+		}
+		out, ok := s.mac.Lookup(pkt.DstMAC(frame), b.Now)
+		switch {
+		case !ok:
+			p.Verdict = pkt.Flood
+		case int(out) == in:
+			p.DropWith(pkt.ReasonSamePort)
+		default:
+			p.OutPort = out
+		}
+	}
+}
+
+// dispatch acts on every packet's verdict after the ingress stages.
+func (w *worker) dispatch(in int, b *mech.Batch) {
+	c := &w.ctr[in]
+	nports := len(w.s.ports)
+	for i := range b.Pkts {
+		p := &b.Pkts[i]
+		switch p.Verdict {
+		case pkt.Forward:
+			if int(p.OutPort) >= nports {
+				c.drops[pkt.ReasonBadDesc].Add(1)
+				w.release(p.Addr)
+				continue
+			}
+			w.stage(p)
+		case pkt.Flood:
+			c.flooded.Add(1)
+			w.floodPacket(p)
+		case pkt.Drop:
+			c.drops[p.Reason].Add(1)
+			w.release(p.Addr)
+		default: // Consume
+			w.release(p.Addr)
+		}
+	}
+	w.flushOut()
+}
+
+// floodPacket sends p to every port but its ingress port: copies to all but
+// the last, the frame itself to the last. Copies come from the worker's
+// free frames down to the emit reserve; a copy that finds none is dropped
+// (no_frames, counted on the port it was for).
+func (w *worker) floodPacket(p *pkt.Packet) {
+	s := w.s
+	k := 0
+	for i := range s.ports {
+		if i != int(p.InPort) && !s.ports[i].down.Load() {
+			w.flood[k] = uint16(i)
+			k++
+		}
+	}
+	if k == 0 {
+		w.ctr[p.InPort].drops[pkt.ReasonSamePort].Add(1)
+		w.release(p.Addr)
+		return
+	}
+	frame := s.mem[p.Addr : p.Addr+uint64(p.Len)]
+	for _, out := range w.flood[:k-1] {
+		base, ok := w.alloc(w.emitReserve)
+		if !ok {
+			w.ctr[out].drops[pkt.ReasonNoFrames].Add(1)
+			continue
+		}
+		addr := base + pkt.Headroom
+		copy(s.mem[addr:addr+uint64(len(frame))], frame)
+		w.pk = *p
+		w.pk.Addr, w.pk.OutPort, w.pk.Verdict = addr, out, pkt.Forward
+		w.stage(&w.pk)
+	}
+	p.OutPort, p.Verdict = w.flood[k-1], pkt.Forward
+	w.stage(p)
+}
+
+// stage queues p for its egress port; a full staging slice is flushed.
+func (w *worker) stage(p *pkt.Packet) {
+	o := p.OutPort
+	w.out[o] = append(w.out[o], *p)
+	if len(w.out[o]) == cap(w.out[o]) {
+		w.flushPort(int(o))
+	}
+}
+
+// flushOut sends every staged packet on.
+func (w *worker) flushOut() {
+	for i := range w.out {
+		if len(w.out[i]) > 0 {
+			w.flushPort(i)
+		}
+	}
+}
+
+// flushPort hands port i's staged packets to the port's traffic manager:
+// directly if this worker owns the port's egress, else over the handoff
+// ring (a full ring drops and counts what does not fit).
+func (w *worker) flushPort(i int) {
+	port := w.s.ports[i]
+	h := w.out[i]
+	w.out[i] = h[:0]
+	if port.egress == w.id {
+		now := w.s.clock.Now()
+		for j := range h {
+			w.admit(port, &h[j], now)
+		}
+		return
+	}
+	n := port.in[w.id].Push(h)
+	for _, p := range h[n:] {
+		w.ctr[i].drops[pkt.ReasonHandoffFull].Add(1)
+		w.release(p.Addr)
+	}
+	if n > 0 {
+		w.s.workers[port.egress].wakeIfSleeping()
+	}
+}

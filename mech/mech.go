@@ -1,0 +1,324 @@
+// Package mech is how congestion-control mechanisms plug into gswitch's
+// pipeline.
+//
+// # Model
+//
+// The pipeline is fixed; what runs on a port is a list, as VPP's feature
+// arcs are. A mechanism (AFQ, pFabric, BFC, SFC, ExpressPass) is one package
+// under mech/ that registers a Spec from its init function. The config
+// enables mechanisms per port (`mechanisms: {afq: {...}}`); the switch then
+// builds one Instance of each enabled mechanism, handing it the ports it is
+// enabled on with each port's decoded config, and calls the hooks the
+// instance implements at fixed points of the pipeline:
+//
+//	rx -> parse -> control -> forwarding -> Ingress -> | handoff | -> Admit -> traffic manager
+//	   -> Dequeued -> Egress -> tx
+//
+//   - Control(port, batch): control frames of the types the mechanism
+//     declared (Spec.Controls), received on the port, on the worker that
+//     received them. Frames of link-local types that arrive on a host port
+//     never get here: the switch drops them as forged.
+//   - Ingress(port, batch): packets received on a port where the mechanism is
+//     enabled, after forwarding chose their egress port, on the receiving
+//     worker. One call per received batch.
+//   - Admit(port, packet): each packet headed for a port where the mechanism
+//     is enabled, on the worker that owns that port's egress, just before
+//     the traffic manager admits it. Per packet, so every decision sees the
+//     queue state the previous packet left (queue assignment, ranks, bids,
+//     pause counters). Admit may set the verdict Drop.
+//   - Enqueued(port, packet), Dropped(port, packet, reason): the outcome of
+//     admission and later drops (evictions, a port going down) for packets
+//     that went through Admit on an enabled port.
+//   - Dequeued(port, batch): packets the scheduler of an enabled port has
+//     just released, before they are transmitted.
+//   - Egress(port, batch): the same packets, after Dequeued; may rewrite the
+//     frame (add or strip a tag) or drop it.
+//   - Tick(worker, now): every worker, when the time the mechanism asked for
+//     has come; returns when it wants the next tick.
+//
+// Hooks run on the forwarding workers: they must not block, allocate or take
+// locks. Ingress and Control of different ports can run at the same time on
+// different workers; Admit, Enqueued, Dropped, Dequeued and Egress of one
+// port always run on that port's egress worker (Switch.EgressWorker). Data a
+// mechanism shares between ports on different workers must be atomic.
+//
+// A mechanism sends frames of its own (pause and resume frames, BTS,
+// credits) through the Emitter of the worker it runs on: they take frames
+// from a reserve that data cannot exhaust and leave on the port's control or
+// credit lane, never through the data handoff rings and never paused.
+//
+// # Writing a mechanism
+//
+// A package mech/NAME with doc.go (what it does, which paper section it
+// follows), a config struct with yaml tags and a Validate method, the
+// instance and its hooks, a prometheus.Collector for its metrics, and an init
+// function calling Register. One blank import in mech/all adds it to
+// gswitchd; nothing in the dataplane, the config loader or the metrics
+// collector changes. docs/architecture.md walks through mech/afq.
+package mech
+
+import (
+	"fmt"
+	"net"
+	"sort"
+
+	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/sched"
+)
+
+// Spec describes a mechanism to the switch and its config loader.
+type Spec struct {
+	// Name is the key under a port's mechanisms: and the prefix of its metrics.
+	Name string
+	// Summary is one line for docs and error messages.
+	Summary string
+	// Config returns a pointer to a new config value for one port, with its
+	// defaults set. The port's YAML is decoded into it (unknown keys are
+	// refused); if it implements Validator, Validate runs after decoding.
+	Config func() any
+	// Schedulers lists the schedulers the mechanism works with on its ports
+	// (nil: any).
+	Schedulers []string
+	// SetsRank says the mechanism sets p.Rank for a rank scheduler.
+	SetsRank bool
+	// Conflicts lists mechanisms that cannot be enabled on the same port.
+	Conflicts []string
+	// Controls lists the gswitch control message types (the GC header's type)
+	// the mechanism handles in Control.
+	Controls []uint8
+	// New builds the mechanism's instance for a switch. ports holds every
+	// port of the switch; Port.Config is nil where the mechanism is not
+	// enabled.
+	New func(sw Switch, ports []Port) (Instance, error)
+}
+
+// Validator is implemented by config values that check themselves. Errors
+// should name the key (the loader prefixes the port and mechanism).
+type Validator interface {
+	Validate(PortInfo) error
+}
+
+// PortInfo is what a mechanism's config validation may know of the port.
+type PortInfo struct {
+	Name      string
+	Role      Role
+	RateBits  uint64
+	Scheduler string
+	Queues    int
+}
+
+// Instance is a mechanism running in a switch. It implements any of the
+// hook interfaces below; the switch calls those it implements.
+type Instance any
+
+// Hook interfaces. See the package documentation for when each runs.
+type (
+	ControlHook interface {
+		Control(port int, b *Batch)
+	}
+	IngressHook interface {
+		Ingress(port int, b *Batch)
+	}
+	AdmitHook interface {
+		Admit(port int, p *pkt.Packet, now int64)
+	}
+	ObserveHook interface {
+		Enqueued(port int, p *pkt.Packet, now int64)
+		Dropped(port int, p *pkt.Packet, r pkt.Reason, now int64)
+		Dequeued(port int, b *Batch)
+	}
+	EgressHook interface {
+		Egress(port int, b *Batch)
+	}
+	TickHook interface {
+		// Tick runs on worker w at or after the time it last asked for and
+		// returns the next time it wants to run (switch clock, ns).
+		Tick(w int, now int64) (next int64)
+	}
+)
+
+// Batch is a batch of packets at a hook. Pkts may be rewritten in place;
+// packets whose Verdict is not Forward are skipped by later stages and, at
+// the end of the pipeline step, freed (Drop counts Reason).
+type Batch struct {
+	Pkts   []pkt.Packet
+	Mem    []byte // the UMEM: frame i's bytes are Mem[Pkts[i].Addr : Pkts[i].Addr+Pkts[i].Len]
+	Now    int64
+	Worker int // the worker running the hook: use Switch.Emitter(Worker) to send
+}
+
+// Frame returns the bytes of p's frame.
+func (b *Batch) Frame(p *pkt.Packet) []byte { return b.Mem[p.Addr : p.Addr+uint64(p.Len)] }
+
+// Role says what a port faces.
+type Role uint8
+
+// Roles.
+const (
+	// RoleHost faces end hosts: control frames of link-local types and BTS
+	// arriving on it are forged and dropped.
+	RoleHost Role = iota
+	// RoleFabric faces another switch of the fabric: control frames are
+	// handed to their mechanism.
+	RoleFabric
+)
+
+func (r Role) String() string {
+	if r == RoleFabric {
+		return "fabric"
+	}
+	return "host"
+}
+
+// ParseRole reads host or fabric.
+func ParseRole(s string) (Role, error) {
+	switch s {
+	case "", "host":
+		return RoleHost, nil
+	case "fabric":
+		return RoleFabric, nil
+	}
+	return RoleHost, fmt.Errorf("%q is not a role (use host or fabric)", s)
+}
+
+// Port is a port of the switch as a mechanism sees it when it is built.
+type Port struct {
+	Index     int
+	Name      string
+	Role      Role
+	MAC       net.HardwareAddr
+	RateBits  uint64 // egress line rate (0 = unlimited)
+	Queues    int    // data queues of the port's scheduler
+	Scheduler string
+	DelayNs   int64 // the link's configured one-way delay
+	Config    any   // the mechanism's decoded config for this port; nil if not enabled here
+}
+
+// Switch is what a mechanism may use of the switch it runs in.
+type Switch interface {
+	// ID is the switch's id (config switch_id), carried in frames it emits.
+	ID() uint16
+	// NumPorts is the number of ports.
+	NumPorts() int
+	// Now is the switch clock in ns.
+	Now() int64
+	// Mem is the UMEM: a packet's frame is Mem()[p.Addr : p.Addr+p.Len].
+	Mem() []byte
+	// Workers is the number of forwarding workers; hooks get worker indices below it.
+	Workers() int
+	// EgressWorker is the worker that owns port's egress.
+	EgressWorker(port int) int
+	// Emitter returns worker w's emitter (use it only from worker w's hooks).
+	Emitter(w int) Emitter
+	// Scheduler returns port's scheduler. Only Depth, Pause, Resume and
+	// Paused may be called from outside the port's egress worker.
+	Scheduler(port int) sched.Scheduler
+	// SetCreditLane meters port's credit lane to rateBits with a bucket of
+	// burst bytes and a queue of queueLen frames. Call it from New.
+	SetCreditLane(port int, rateBits uint64, burst, queueLen int) error
+	// PortDown reports whether port is down (any goroutine).
+	PortDown(port int) bool
+}
+
+// Emitter sends frames the switch builds itself. It belongs to one worker.
+type Emitter interface {
+	// Frame takes a frame for a message of GC type kind to be sent on port
+	// and returns its buffer (room for a whole frame), or nil when none is
+	// free or the port is down (counted as a failed emission of kind on
+	// port). Build the frame in it, then call Send or Abort.
+	Frame(port int, kind uint8) []byte
+	// Send queues the frame from the last Frame call, n bytes long, on the
+	// port's lane. It reports false (the frame freed, the failure counted)
+	// when the lane is full.
+	Send(n int, lane pkt.Lane) bool
+	// Abort gives back the frame from the last Frame call unsent.
+	Abort()
+}
+
+var registry = map[string]Spec{}
+
+// Register makes a mechanism available by name. Call it from init.
+func Register(s Spec) {
+	if s.Name == "" || s.New == nil || s.Config == nil {
+		panic("mech: Register needs Name, Config and New")
+	}
+	if _, dup := registry[s.Name]; dup {
+		panic("mech: duplicate registration of " + s.Name)
+	}
+	for _, t := range s.Controls {
+		for n, o := range registry {
+			for _, u := range o.Controls {
+				if u == t {
+					panic(fmt.Sprintf("mech: %s and %s both claim control type %d", s.Name, n, t))
+				}
+			}
+		}
+	}
+	registry[s.Name] = s
+}
+
+// Lookup returns the mechanism registered as name.
+func Lookup(name string) (Spec, bool) {
+	s, ok := registry[name]
+	return s, ok
+}
+
+// Names lists the registered mechanisms.
+func Names() []string {
+	var n []string
+	for k := range registry {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Check says why mechanisms names cannot run together on a port with
+// scheduler sched, or nil. Errors name both sides of a conflict.
+func Check(names []string, scheduler string) error {
+	for _, a := range names {
+		sa, ok := registry[a]
+		if !ok {
+			return fmt.Errorf("unknown mechanism %q (known: %v)", a, Names())
+		}
+		if len(sa.Schedulers) > 0 && !contains(sa.Schedulers, scheduler) {
+			return fmt.Errorf("mechanism %s works with scheduler %v, not with scheduler %s", a, sa.Schedulers, scheduler)
+		}
+	}
+	for i, a := range names {
+		sa := registry[a]
+		for _, b := range names[i+1:] {
+			sb := registry[b]
+			if contains(sa.Conflicts, b) || contains(sb.Conflicts, a) {
+				return fmt.Errorf("mechanisms %s and %s cannot run on the same port", a, b)
+			}
+			if sa.SetsRank && sb.SetsRank {
+				return fmt.Errorf("mechanisms %s and %s both set the packets' rank: enable one", a, b)
+			}
+		}
+	}
+	if spec, ok := sched.Lookup(scheduler); ok && spec.Rank {
+		for _, a := range names {
+			if registry[a].SetsRank {
+				return nil
+			}
+		}
+		var setters []string
+		for _, n := range Names() {
+			if registry[n].SetsRank && (len(registry[n].Schedulers) == 0 || contains(registry[n].Schedulers, scheduler)) {
+				setters = append(setters, n)
+			}
+		}
+		return fmt.Errorf("scheduler %s orders packets by a rank that a mechanism sets: enable one of %v", scheduler, setters)
+	}
+	return nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package pfabric
+
+import (
+	"fmt"
+
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/pkt"
+)
+
+func init() {
+	mech.Register(mech.Spec{
+		Name:       "pfabric",
+		Summary:    "pFabric's ranks: the remaining flow size from the gsperf header, or least attained service estimated in the switch",
+		Config:     func() any { return &Config{Rank: RankGsperf} },
+		Schedulers: []string{"pfabric"},
+		SetsRank:   true,
+		New:        New,
+	})
+}
+
+// Rank sources.
+const (
+	RankGsperf = "gsperf"
+	RankLAS    = "las"
+)
+
+// Config is one port's pfabric config.
+type Config struct {
+	Rank string `yaml:"rank"` // gsperf or las
+}
+
+// Validate implements mech.Validator.
+func (c *Config) Validate(mech.PortInfo) error {
+	switch c.Rank {
+	case RankGsperf, RankLAS:
+		return nil
+	}
+	return fmt.Errorf("rank: %q (use gsperf or las)", c.Rank)
+}
+
+const (
+	lasRows  = 2
+	lasCols  = 4096
+	lasDecay = 64 << 20 // halve every counter after this many bytes, so old flows fade
+)
+
+// port is the state on one port (egress worker only).
+type port struct {
+	las     bool
+	sketch  []uint32 // las: bytes seen per flow (rows x cols)
+	lasSeen uint64   // bytes since the last decay
+}
+
+// PFabric is the mechanism's instance.
+type PFabric struct {
+	ports []*port
+	mem   []byte
+}
+
+// New builds the mechanism for a switch.
+func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
+	f := &PFabric{ports: make([]*port, len(ports)), mem: sw.Mem()}
+	for i, p := range ports {
+		if p.Config == nil {
+			continue
+		}
+		c := p.Config.(*Config)
+		if err := c.Validate(mech.PortInfo{}); err != nil {
+			return nil, fmt.Errorf("port %s: %w", p.Name, err)
+		}
+		s := &port{las: c.Rank == RankLAS}
+		if s.las {
+			s.sketch = make([]uint32, lasRows*lasCols)
+		}
+		f.ports[i] = s
+	}
+	return f, nil
+}
+
+// Admit sets the packet's rank.
+func (f *PFabric) Admit(i int, p *pkt.Packet, now int64) {
+	s := f.ports[i]
+	if s.las {
+		s.rankLAS(p)
+		return
+	}
+	p.Rank = GsperfRank(f.mem, p)
+}
+
+// GsperfRank reads the priority of a gsperf segment: magic "GS" at the
+// start of the UDP payload, the priority 40 bytes in. Other packets rank 0.
+func GsperfRank(mem []byte, p *pkt.Packet) uint32 {
+	if p.Proto != pkt.ProtoUDP || p.L4Off == 0 || uint64(p.Len) < uint64(p.L4Off)+8+44 {
+		return 0
+	}
+	o := p.Addr + uint64(p.L4Off) + 8
+	if mem[o] != 'G' || mem[o+1] != 'S' {
+		return 0
+	}
+	b := mem[o+40 : o+44]
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// rankLAS ranks a packet by the bytes its flow has sent before it (a
+// count-min estimate), so new and short flows go first.
+func (s *port) rankLAS(p *pkt.Packet) {
+	est := ^uint32(0)
+	for r := uint32(0); r < lasRows; r++ {
+		c := &s.sketch[r*lasCols+((p.Hash*(0x9e3779b1+2*r+1))>>20)%lasCols]
+		est = min(est, *c)
+		*c = uint32(min(uint64(*c)+uint64(p.Len), 1<<32-1))
+	}
+	p.Rank = est
+	if s.lasSeen += uint64(p.Len); s.lasSeen >= lasDecay {
+		s.lasSeen = 0
+		for i := range s.sketch {
+			s.sketch[i] >>= 1
+		}
+	}
+}
+
+var _ mech.AdmitHook = (*PFabric)(nil)
