@@ -3,7 +3,6 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -76,10 +75,14 @@ func (p *Port) Register(q int, fd int) error {
 }
 
 // Attach links the program to the interface. With ModeAuto it tries native
-// mode first and falls back to generic mode. A program left on the
-// interface by an earlier process that attached it through netlink (not a
-// bpf_link) is removed first; a live bpf_link of another process is not
-// touched and Attach fails.
+// mode first and falls back to generic mode.
+//
+// If the interface already carries an XDP program, Attach asks the kernel
+// which one. It removes it only if it is gswitchd's own program (see
+// AttachedProgram.Ours) attached through netlink: a leftover, which
+// nothing runs. Any other program (someone else's, or gswitchd's held by
+// the bpf_link of a running gswitchd) stays, and Attach fails with an
+// *InUseError naming it, without trying another mode.
 func (p *Port) Attach(ifindex int, mode Mode) error {
 	modes := []Mode{mode}
 	if mode == ModeAuto {
@@ -88,14 +91,10 @@ func (p *Port) Attach(ifindex int, mode Mode) error {
 	var errs []error
 	for _, m := range modes {
 		l, err := p.attach(ifindex, m)
-		if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST) {
-			// Something is attached. If it is a plain (netlink) program,
-			// it is stale: remove it and try again.
-			if derr := DetachNetlink(ifindex); derr == nil {
-				l, err = p.attach(ifindex, m)
-			}
-			if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST) {
-				err = fmt.Errorf("%w (another process holds an XDP link on this interface: is another gswitchd running?)", err)
+		if busy(err) {
+			l, err = p.replaceStale(ifindex, m, err)
+			if inUse := (*InUseError)(nil); errors.As(err, &inUse) {
+				return fmt.Errorf("attaching XDP program: %w", err)
 			}
 		}
 		if err == nil {
@@ -105,6 +104,54 @@ func (p *Port) Attach(ifindex int, mode Mode) error {
 		errs = append(errs, fmt.Errorf("%s mode: %w", m, err))
 	}
 	return fmt.Errorf("attaching XDP program to ifindex %d: %w", ifindex, errors.Join(errs...))
+}
+
+// busy reports whether attaching failed because of a program already there:
+// EBUSY in the same mode, EEXIST in the other one (native and generic
+// cannot both be active).
+func busy(err error) bool { return errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST) }
+
+// replaceStale handles an attach in mode m that failed with attachErr
+// because of a program already on the interface: it removes that program
+// and attaches again if the program is a stale copy of gswitchd's, and
+// returns an *InUseError otherwise.
+func (p *Port) replaceStale(ifindex int, m Mode, attachErr error) (link.Link, error) {
+	found, err := inspectXDP(ifindex)
+	if err != nil {
+		return nil, fmt.Errorf("%w (could not see which program is attached: %v)", attachErr, err)
+	}
+	defer func() {
+		for _, f := range found {
+			f.prog.Close()
+		}
+	}()
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%w (the kernel reports no XDP program on the interface itself; does a master device, e.g. a bond, carry one?)", attachErr)
+	}
+	for _, f := range found {
+		if !replaceable(f.AttachedProgram) {
+			return nil, &InUseError{Prog: f.AttachedProgram}
+		}
+	}
+	for _, f := range found {
+		flags := uint32(unix.XDP_FLAGS_DRV_MODE)
+		if f.Mode == ModeGeneric {
+			flags = unix.XDP_FLAGS_SKB_MODE
+		}
+		// EXPECTED_FD: remove this program and no other, should it have
+		// been replaced since we looked.
+		if err := setLinkXDP(ifindex, -1, int32(f.prog.FD()), flags|unix.XDP_FLAGS_REPLACE); err != nil {
+			if errors.Is(err, unix.EBUSY) {
+				err = fmt.Errorf("%w (another process holds an XDP link on this interface: is another gswitchd running?)", err)
+			}
+			return nil, fmt.Errorf("removing gswitchd's stale XDP program id %d (%s mode) from %s: %w", f.ID, f.Mode, f.Interface, err)
+		}
+	}
+	l, err := p.attach(ifindex, m)
+	if busy(err) {
+		err = fmt.Errorf("%w (a program came back after gswitchd removed its stale one: is another gswitchd starting?)", err)
+	}
+	return l, err
 }
 
 func (p *Port) attach(ifindex int, m Mode) (link.Link, error) {
@@ -131,70 +178,16 @@ func (p *Port) Close() error {
 
 // DetachNetlink removes an XDP program attached through netlink (as
 // `ip link set dev X xdp obj ...` or libxdp do) in both native and generic
-// mode. It cannot remove a program held by a bpf_link: the kernel refuses
-// with EBUSY, which is what protects a running gswitchd.
+// mode, whoever it belongs to (Attach does not use it: it removes only
+// gswitchd's own stale program). It cannot remove a program held by a
+// bpf_link: the kernel refuses with EBUSY, which is what protects a running
+// gswitchd.
 func DetachNetlink(ifindex int) error {
 	var errs []error
 	for _, flags := range []uint32{unix.XDP_FLAGS_DRV_MODE, unix.XDP_FLAGS_SKB_MODE} {
-		if err := setLinkXDP(ifindex, -1, flags); err != nil {
+		if err := setLinkXDP(ifindex, -1, -1, flags); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// setLinkXDP sends RTM_SETLINK with IFLA_XDP {FD, FLAGS}.
-func setLinkXDP(ifindex int, fd int32, flags uint32) error {
-	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-	if err != nil {
-		return os.NewSyscallError("socket(NETLINK_ROUTE)", err)
-	}
-	defer unix.Close(s)
-
-	attr := func(b []byte, typ uint16, payload []byte) []byte {
-		l := 4 + len(payload)
-		b = append(b, byte(l), byte(l>>8), byte(typ), byte(typ>>8))
-		b = append(b, payload...)
-		for len(b)%4 != 0 {
-			b = append(b, 0)
-		}
-		return b
-	}
-	le32 := func(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
-
-	var xdp []byte
-	xdp = attr(xdp, unix.IFLA_XDP_FD, le32(uint32(fd)))
-	xdp = attr(xdp, unix.IFLA_XDP_FLAGS, le32(flags))
-	var body []byte
-	// struct ifinfomsg: family, pad, type(u16), index(i32), flags(u32), change(u32)
-	body = append(body, unix.AF_UNSPEC, 0, 0, 0)
-	body = append(body, le32(uint32(ifindex))...)
-	body = append(body, le32(0)...)
-	body = append(body, le32(0)...)
-	body = attr(body, unix.IFLA_XDP|unix.NLA_F_NESTED, xdp)
-
-	msg := make([]byte, 0, 16+len(body))
-	n := uint32(16 + len(body))
-	msg = append(msg, le32(n)...)
-	msg = append(msg, byte(unix.RTM_SETLINK), 0)
-	fl := uint16(unix.NLM_F_REQUEST | unix.NLM_F_ACK)
-	msg = append(msg, byte(fl), byte(fl>>8))
-	msg = append(msg, le32(1)...) // seq
-	msg = append(msg, le32(0)...) // pid
-	msg = append(msg, body...)
-	if err := unix.Sendto(s, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return os.NewSyscallError("sendto(RTM_SETLINK)", err)
-	}
-	buf := make([]byte, 4096)
-	nr, _, err := unix.Recvfrom(s, buf, 0)
-	if err != nil {
-		return os.NewSyscallError("recvfrom(netlink)", err)
-	}
-	if nr >= 20 && uint16(buf[4])|uint16(buf[5])<<8 == unix.NLMSG_ERROR {
-		code := int32(uint32(buf[16]) | uint32(buf[17])<<8 | uint32(buf[18])<<16 | uint32(buf[19])<<24)
-		if code != 0 {
-			return fmt.Errorf("RTM_SETLINK IFLA_XDP: %w", unix.Errno(-code))
-		}
-	}
-	return nil
 }
