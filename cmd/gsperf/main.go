@@ -71,27 +71,66 @@ func usage() {
 
 func server(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ExitOnError)
-	bind := fs.String("bind", ":5500", "UDP address to listen on")
+	bind := fs.String("bind", ":5500", "UDP address to listen on, host:port: an IPv4 or IPv6 address (that family only), a host name with one address, or an empty host for every address")
+	maxFlows := fs.Int("max-flows", udp.DefaultMaxFlows, "incomplete flows at once; the first segment of one more is dropped (the sender retries)")
+	flowBuf := fs.String("flow-buffer", "8MiB", "out-of-order bytes one flow may hold; segments beyond are dropped (the sender retransmits)")
+	totalBuf := fs.String("total-buffer", "256MiB", "out-of-order bytes all flows may hold together")
+	idle := fs.Duration("idle-timeout", udp.DefaultIdleTimeout, "forget an incomplete flow after this long without a segment")
+	report := fs.Duration("report", 10*time.Second, "print the counters to stderr this often when they changed (0: only at exit, to stdout)")
 	fs.Parse(args)
-	a, err := net.ResolveUDPAddr("udp", *bind)
+	cfg, err := serverConfig(*maxFlows, *flowBuf, *totalBuf, *idle)
 	if err != nil {
 		return err
 	}
-	conn, err := net.ListenUDP("udp", a)
+	if *report < 0 {
+		return fmt.Errorf("-report: %v is negative (0 prints the counters only at exit)", *report)
+	}
+	conn, err := udp.Listen(*bind)
 	if err != nil {
-		return err
+		return fmt.Errorf("-bind: %w", err)
 	}
 	conn.SetReadBuffer(8 << 20)
 	stop := make(chan struct{})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-sig; close(stop) }()
-	fmt.Fprintf(os.Stderr, "gsperf: serving on %s\n", conn.LocalAddr())
-	var st udp.ServerStats
-	err = udp.Serve(conn, stop, &st)
-	fmt.Printf("gsperf server: %d flows, %d complete, %d bytes, %d corrupt segments, %d refused (receive window full), %d malformed datagrams, %d flows abandoned\n",
-		st.Flows, st.Complete, st.Bytes, st.Corrupt, st.Refused, st.Malformed, st.Abandoned)
+	where := conn.LocalAddr().String()
+	if host, _, _ := net.SplitHostPort(*bind); host == "" {
+		where += " (every address, IPv4 and IPv6)"
+	}
+	fmt.Fprintf(os.Stderr, "gsperf: serving on %s; at most %d incomplete flows, %d out-of-order bytes per flow, %d in all\n",
+		where, cfg.MaxFlows, cfg.FlowPending, cfg.TotalPending)
+	srv := udp.NewServer(cfg)
+	var last udp.ServerStats
+	err = srv.Serve(conn, stop, func(st udp.ServerStats) {
+		if st != last {
+			fmt.Fprintf(os.Stderr, "gsperf server so far: %v\n", st)
+			last = st
+		}
+	}, *report)
+	conn.Close()
+	fmt.Printf("gsperf server: %v\n", srv.Stats())
 	return err
+}
+
+// serverConfig checks the server's limits.
+func serverConfig(maxFlows int, flowBuf, totalBuf string, idle time.Duration) (udp.ServerConfig, error) {
+	const most = 1 << 40
+	if maxFlows < 1 {
+		return udp.ServerConfig{}, fmt.Errorf("-max-flows: %d (at least 1)", maxFlows)
+	}
+	fb, err := config.ParseSize(flowBuf)
+	if err != nil || fb < 64<<10 || fb > most {
+		return udp.ServerConfig{}, fmt.Errorf("-flow-buffer: %q (want a size from 64KiB to 1TiB, e.g. 8MiB: a window of out-of-order segments)", flowBuf)
+	}
+	tb, err := config.ParseSize(totalBuf)
+	if err != nil || tb < fb || tb > most {
+		return udp.ServerConfig{}, fmt.Errorf("-total-buffer: %q (want a size from -flow-buffer (%d bytes) to 1TiB, e.g. 256MiB)", totalBuf, fb)
+	}
+	if idle <= 0 {
+		return udp.ServerConfig{}, fmt.Errorf("-idle-timeout: %v (want a positive duration, e.g. 1m)", idle)
+	}
+	return udp.ServerConfig{MaxFlows: maxFlows, FlowPending: int64(fb), TotalPending: int64(tb), IdleTimeout: idle}, nil
 }
 
 func client(args []string) error {

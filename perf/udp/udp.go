@@ -1,7 +1,13 @@
 // Package udp runs gsperf flows over real UDP sockets: a server that
-// receives any number of flows on one socket, and a client that starts
-// flows from a schedule, each on its own socket (its own 5-tuple, so a
-// switch hashes the flows apart).
+// receives flows on one socket (server.go), and a client that starts flows
+// from a schedule, each on its own socket (its own 5-tuple, so a switch
+// hashes the flows apart).
+//
+// The server is reachable by anybody who can send to its port, so what it
+// keeps is bounded whatever arrives: a number of incomplete flows, the
+// out-of-order bytes each holds and all of them hold together, a number
+// of completed flows it remembers, and time limits on both kinds. What
+// it refuses or drops is counted in ServerStats.
 package udp
 
 import (
@@ -20,83 +26,6 @@ import (
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/workload"
 )
-
-// ServerStats count what a server received.
-type ServerStats struct {
-	Flows, Complete, Corrupt, Bytes uint64
-	Malformed                       uint64 // datagrams that are not gsperf data or probes
-	Refused                         uint64 // segments refused: a flow's out-of-order bytes at transport.MaxPending
-	Abandoned                       uint64 // flows forgotten after a minute without a segment, incomplete
-}
-
-// Serve receives flows on conn and acknowledges them until stop is closed.
-// Completed flows are kept for a while so late retransmissions still get
-// acks; incomplete flows are forgotten after a minute of silence.
-func Serve(conn *net.UDPConn, stop <-chan struct{}, st *ServerStats) error {
-	type key struct {
-		addr string
-		flow uint64
-	}
-	type entry struct {
-		r          *transport.Receiver
-		done, last time.Time
-	}
-	flows := map[key]*entry{}
-	buf := make([]byte, 65536)
-	start := time.Now()
-	lastSweep := start
-	for {
-		select {
-		case <-stop:
-			return nil
-		default:
-		}
-		conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		n, addr, err := conn.ReadFromUDP(buf)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
-		now := time.Since(start).Nanoseconds()
-		h, payload, err := proto.Decode(buf[:n])
-		if err != nil || (h.Type != proto.TypeData && h.Type != proto.TypeProbe) {
-			st.Malformed++
-			continue
-		}
-		k := key{addr.String(), h.Flow}
-		e := flows[k]
-		if e == nil {
-			e = &entry{r: transport.NewReceiver(h.Flow)}
-			flows[k] = e
-			st.Flows++
-		}
-		corrupt, refused := e.r.Corrupt, e.r.Refused
-		e.r.OnPacket(h, payload, now, func(b []byte) { conn.WriteToUDP(b, addr) })
-		st.Corrupt += e.r.Corrupt - corrupt
-		st.Refused += e.r.Refused - refused
-		e.last = time.Now()
-		if e.r.Complete() && e.done.IsZero() {
-			e.done = time.Now()
-			st.Complete++
-			st.Bytes += e.r.Delivered()
-		}
-		if time.Since(lastSweep) > 5*time.Second {
-			for k, e := range flows {
-				switch {
-				case !e.done.IsZero() && time.Since(e.done) > 30*time.Second:
-					delete(flows, k)
-				case e.done.IsZero() && time.Since(e.last) > time.Minute:
-					delete(flows, k)
-					st.Abandoned++
-				}
-			}
-			lastSweep = time.Now()
-		}
-	}
-}
 
 // Plan is a client's schedule of flows.
 type Plan struct {
