@@ -3,6 +3,7 @@ package dataplane
 import (
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/wire"
 )
 
 // ingress runs the ingress stages over a batch of n frames received on
@@ -60,11 +61,11 @@ func (w *worker) ingress(in int, n int, now int64) {
 	w.dispatch(in, b)
 }
 
-// Scope of gswitch control message types (the GC header's type): types
-// below 16 are link-local (BFC), 16-31 are SFC's back-to-sender frames,
-// which only switches send, and from 32 on ExpressPass's, which hosts send.
-func gcLinkLocal(t uint8) bool { return t < 16 }
-func gcFromHost(t uint8) bool  { return t >= 32 }
+// Scope of gswitch control message types (package wire): link-local types
+// (BFC) are never forwarded; of the routed ones, hosts may send only
+// ExpressPass's (credits, requests, stops), not SFC's back-to-sender frames.
+func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLocal }
+func gcFromHost(t uint8) bool  { return wire.Type(t).FromHost() }
 
 // control applies the port's role to control frames and hands those of a
 // mechanism of this switch to its Control hook.
@@ -107,8 +108,8 @@ func (w *worker) control(in int, b *mech.Batch) {
 			continue
 		}
 		// A routed message in UDP.
-		if gcLinkLocal(p.Ctl) {
-			p.Flags &^= pkt.FlagControl // link-local types mean nothing in UDP: plain data
+		if wire.Type(p.Ctl).Scope() != wire.ScopeRouted {
+			p.Flags &^= pkt.FlagControl // other types mean nothing in UDP: plain data
 			p.Ctl = 0
 			continue
 		}

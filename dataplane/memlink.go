@@ -93,3 +93,19 @@ func (l *MemLink) Complete(addrs []uint64) int {
 
 func (l *MemLink) WakeFill() {}
 func (l *MemLink) FD() int   { return -1 }
+
+// Reclaim hands back every frame the link holds (fill ring, received and
+// not yet taken, queued for transmission, completed), as if the device went
+// away, and empties its rings.
+func (l *MemLink) Reclaim(dst []uint64) []uint64 {
+	dst = append(dst, l.fill...)
+	for _, d := range l.rx {
+		dst = append(dst, d.Addr&^(l.frameSize-1))
+	}
+	for _, d := range l.tx {
+		dst = append(dst, d.Addr&^(l.frameSize-1))
+	}
+	dst = append(dst, l.comp...)
+	l.fill, l.rx, l.tx, l.comp = l.fill[:0], l.rx[:0], l.tx[:0], l.comp[:0]
+	return dst
+}

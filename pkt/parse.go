@@ -1,6 +1,10 @@
 package pkt
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/gswitch/gswitch/wire"
+)
 
 // EtherTypes the parser understands.
 const (
@@ -9,8 +13,8 @@ const (
 	EtherTypeVLAN  = 0x8100
 	EtherTypeQinQ  = 0x88a8
 	EtherTypeIPv6  = 0x86dd
-	EtherTypeGC    = 0x88b6 // gswitch link-local control messages (IEEE 802 local experimental 2)
-	TPIDUpQ        = 0x88b5 // BFC upstream-queue tag (IEEE 802 local experimental 1)
+	EtherTypeGC    = wire.EtherType // gswitch link-local control messages (IEEE 802 local experimental 2)
+	TPIDUpQ        = wire.TagTPID   // BFC upstream-queue tag (IEEE 802 local experimental 1)
 	ProtoTCP       = 6
 	ProtoUDP       = 17
 	EthHeaderLen   = 14
@@ -120,18 +124,11 @@ func Parse(frame []byte, p *Packet) Err {
 	return OK
 }
 
-// GC header: magic "GC", version, type, body length, flags (see package wire).
-const (
-	gcMagic0, gcMagic1 = 'G', 'C'
-	gcVersion          = 1
-	// GCHeaderLen is the length of the gswitch control header.
-	GCHeaderLen = 8
-)
-
-// gcType reads the type of the GC header at the start of b, if b starts
-// with one (magic and version right, a non-zero type).
+// gcType reads the type of the GC header (package wire) at the start of b,
+// if b starts with one: magic and version right, a non-zero type. The
+// message itself is validated by the mechanism that handles it.
 func gcType(b []byte) (uint8, bool) {
-	if len(b) < GCHeaderLen || b[0] != gcMagic0 || b[1] != gcMagic1 || b[2] != gcVersion || b[3] == 0 {
+	if len(b) < wire.HeaderLen || b[0] != wire.Magic>>8 || b[1] != wire.Magic&0xff || b[2] != wire.Version || b[3] == 0 {
 		return 0, false
 	}
 	return b[3], true

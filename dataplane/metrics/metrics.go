@@ -8,9 +8,11 @@ package metrics
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -170,23 +172,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// KindName names a gswitch control message type for the kind label.
-func KindName(t uint8) string {
-	switch t {
-	case 1:
-		return "bfc_pause"
-	case 2:
-		return "bfc_resume"
-	case 3:
-		return "bfc_bitmap"
-	case 16:
-		return "sfc_bts"
-	case 32:
-		return "xp_credit"
-	case 33:
-		return "xp_request"
-	case 34:
-		return "xp_stop"
-	}
-	return "type" + strconv.Itoa(int(t))
-}
+// KindName names a gswitch control message type for the kind label
+// (bfc_pause, sfc_bts, xp_credit, ...).
+func KindName(t uint8) string { return strings.ToLower(wire.Type(t).Name()) }
