@@ -19,9 +19,21 @@
 // # Ownership
 //
 // A Socket and its four rings belong to exactly one goroutine (a dataplane
-// worker locked to its OS thread). Nothing here takes a lock; two goroutines
-// calling methods of the same Socket is a bug. UMEM.Mem may be read and
-// written by any worker, for the frames it owns at the time.
+// worker locked to its OS thread). Nothing on the hot path takes a lock; two
+// goroutines calling methods of the same Socket is a bug. UMEM.Open may run
+// on another goroutine while socket owners call Reclaim or Close: those
+// three take the UMEM's mutex. UMEM.Mem may be read and written by any
+// worker, for the frames it owns at the time.
+//
+// # Interfaces that go away
+//
+// When its device is deleted the kernel unbinds a socket for good and
+// leaves its rings as they were; poll() then reports nothing at all. Err
+// tells a socket that is unbound (ErrUnbound) or whose device is down
+// (ErrDown) from a working one; Reclaim takes every frame back from the
+// four rings of a socket the switch gives up on, and Outstanding counts the
+// few the kernel kept. docs/afxdp.md, "When the interface goes away",
+// records what the kernel does in each case.
 //
 // # Why not github.com/asavie/xdp
 //

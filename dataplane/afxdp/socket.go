@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -26,9 +28,18 @@ type UMEM struct {
 	FrameSize uint32
 	NumFrames uint32
 
-	fd      int  // the socket the UMEM is registered on
-	ownerUp bool // whether fd has been bound (becomes the first Socket)
+	// mu guards the fields below and the closing of its sockets'
+	// descriptors: Open binds through other sockets' descriptors, which
+	// their owners may close (Reclaim, Close) at the same time. Taken only
+	// by Open, Close and Reclaim, never on the hot path.
+	mu       sync.Mutex
+	fd       int                    // the socket the UMEM is registered on
+	ownerUp  bool                   // whether fd has been bound (becomes the first Socket)
+	socks    []*Socket              // open sockets: Open shares the UMEM through one that is still bound
+	released map[queueKey]time.Time // when a socket of this UMEM let go of (ifindex, queue)
 }
+
+type queueKey struct{ ifindex, queue int }
 
 // NewUMEM maps numFrames frames of frameSize bytes (2048 or 4096) and
 // registers them with the kernel on a new AF_XDP socket.
@@ -49,21 +60,18 @@ func NewUMEM(numFrames, frameSize uint32) (*UMEM, error) {
 		unix.Munmap(mem)
 		return nil, fmt.Errorf("socket(AF_XDP): %w (needs CAP_NET_RAW and a kernel with AF_XDP)", err)
 	}
-	reg := unix.XDPUmemReg{
-		Addr: uint64(uintptr(unsafe.Pointer(&mem[0]))),
-		Len:  uint64(len(mem)),
-		Size: frameSize,
-	}
-	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+	if err := registerUMEM(fd, mem, frameSize); err != nil {
 		unix.Close(fd)
 		unix.Munmap(mem)
-		return nil, fmt.Errorf("XDP_UMEM_REG: %w", err)
+		return nil, err
 	}
 	return &UMEM{Mem: mem, FrameSize: frameSize, NumFrames: numFrames, fd: fd}, nil
 }
 
 // Close unmaps the UMEM. Close every Socket first.
 func (u *UMEM) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	var errs []error
 	if !u.ownerUp && u.fd >= 0 {
 		errs = append(errs, unix.Close(u.fd))
@@ -89,6 +97,10 @@ type Socket struct {
 	Ifindex int
 	Queue   int
 
+	umem      *UMEM
+	frameMask uint64 // FrameSize-1: an address within a frame, masked, is the frame's base
+	txInvalid uint32 // tx descriptors the kernel refused, read when Reclaim detached the socket
+
 	fill descRingAddr
 	comp descRingAddr
 	rx   descRing
@@ -103,14 +115,29 @@ type descRingAddr = addrRing
 
 // Open creates a socket on (ifindex, queue) that shares the UMEM. The first
 // socket opened uses the UMEM's own file descriptor.
+//
+// The kernel shares a UMEM only through a socket that is still bound, and a
+// socket whose device was unregistered is unbound for good (bind then fails
+// with EBADF). So a later socket binds through any open socket of the UMEM
+// that is still bound, and when none is (every device they were bound to went
+// away) it registers the UMEM's memory again on itself: the frames and their
+// addresses stay the same, the kernel sees a second UMEM over them.
+//
+// Open may be called from any goroutine, also while the owners of other
+// sockets of the UMEM call Reclaim or Close on them.
 func (u *UMEM) Open(ifindex, queue int, rs RingSizes, bf BindFlags) (*Socket, error) {
 	for _, n := range []uint32{rs.Fill, rs.Completion, rs.Rx, rs.Tx} {
 		if n == 0 || n&(n-1) != 0 {
 			return nil, fmt.Errorf("ring size %d is not a power of two", n)
 		}
 	}
-	s := &Socket{fd: -1, Ifindex: ifindex, Queue: queue}
-	first := !u.ownerUp
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.Mem == nil {
+		return nil, errors.New("UMEM is closed")
+	}
+	s := &Socket{fd: -1, Ifindex: ifindex, Queue: queue, umem: u, frameMask: uint64(u.FrameSize) - 1}
+	first := !u.ownerUp && u.fd >= 0
 	if first {
 		s.fd = u.fd
 	} else {
@@ -169,21 +196,8 @@ func (u *UMEM) Open(ifindex, queue int, rs RingSizes, bf BindFlags) (*Socket, er
 	budget := uint32(64)
 	_ = setsockopt(s.fd, unix.XDP_MAX_TX_SKB_BUDGET, unsafe.Pointer(&budget), 4)
 
-	sa := &unix.SockaddrXDP{Ifindex: uint32(ifindex), QueueID: uint32(queue)}
-	if first {
-		sa.Flags = unix.XDP_USE_NEED_WAKEUP
-		if bf.Copy {
-			sa.Flags |= unix.XDP_COPY
-		}
-		if bf.ZeroCopy {
-			sa.Flags |= unix.XDP_ZEROCOPY
-		}
-	} else {
-		// Sharing sockets inherit copy/zero-copy and need_wakeup from the UMEM's first socket.
-		sa.Flags = unix.XDP_SHARED_UMEM
-		sa.SharedUmemFD = uint32(u.fd)
-	}
-	if err := unix.Bind(s.fd, sa); err != nil {
+	err = u.bind(s.fd, ifindex, queue, bf, first)
+	if err != nil {
 		if errors.Is(err, unix.EBUSY) {
 			err = fmt.Errorf("%w (another AF_XDP socket is bound to this queue: is another gswitchd running?)", err)
 		}
@@ -192,10 +206,108 @@ func (u *UMEM) Open(ifindex, queue int, rs RingSizes, bf BindFlags) (*Socket, er
 	if first {
 		u.ownerUp = true
 	}
+	u.socks = append(u.socks, s)
 	return s, nil
 }
 
-// FD is the socket's file descriptor, for poll() and the XSKMAP.
+// ownerAddr is the bind address of a socket that owns its UMEM registration.
+func ownerAddr(ifindex, queue int, bf BindFlags) *unix.SockaddrXDP {
+	sa := &unix.SockaddrXDP{Ifindex: uint32(ifindex), QueueID: uint32(queue), Flags: unix.XDP_USE_NEED_WAKEUP}
+	if bf.Copy {
+		sa.Flags |= unix.XDP_COPY
+	}
+	if bf.ZeroCopy {
+		sa.Flags |= unix.XDP_ZEROCOPY
+	}
+	return sa
+}
+
+// bind binds fd to (ifindex, queue); u.mu is held. The first socket binds
+// as the owner of the UMEM's registration. A later one binds with
+// XDP_SHARED_UMEM through an open socket of the UMEM that is still bound
+// (sharing sockets inherit copy/zero-copy and need_wakeup from the UMEM);
+// when no open socket is bound (the kernel answers EBADF for each), the
+// UMEM's memory is registered again on fd, which then binds as an owner.
+//
+// bind also waits out the kernel's deferred release of a socket of this
+// UMEM that was closed on the same queue: the kernel frees a closed
+// socket's buffer pool from a work queue after an RCU grace period
+// (xp_release_deferred), and until then a bind to that queue fails with
+// EBUSY (10 to 40 ms on the development machine). An EBUSY with no such
+// socket, or one that lasts a second, is returned. u.mu is let go while
+// waiting.
+func (u *UMEM) bind(fd, ifindex, queue int, bf BindFlags, owner bool) error {
+	k := queueKey{ifindex, queue}
+	deadline := time.Now().Add(time.Second)
+	for {
+		err := errNoBoundSocket
+		if !owner {
+			err = u.bindShared(fd, ifindex, queue)
+		}
+		if err == errNoBoundSocket {
+			if !owner {
+				if err := registerUMEM(fd, u.Mem, u.FrameSize); err != nil {
+					return fmt.Errorf("no socket of the UMEM is bound any more, registering it again: %w", err)
+				}
+				owner = true
+			}
+			err = unix.Bind(fd, ownerAddr(ifindex, queue, bf))
+		}
+		if err == nil {
+			delete(u.released, k)
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		at, ok := u.released[k]
+		if !ok || time.Since(at) > 2*time.Second || time.Now().After(deadline) {
+			return err
+		}
+		u.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		u.mu.Lock()
+	}
+}
+
+var errNoBoundSocket = errors.New("no socket of the UMEM is bound")
+
+// bindShared tries each open socket of the UMEM; u.mu is held.
+func (u *UMEM) bindShared(fd, ifindex, queue int) error {
+	for _, o := range u.socks {
+		if o.fd < 0 {
+			continue
+		}
+		sa := &unix.SockaddrXDP{Flags: unix.XDP_SHARED_UMEM, Ifindex: uint32(ifindex), QueueID: uint32(queue), SharedUmemFD: uint32(o.fd)}
+		if err := unix.Bind(fd, sa); !errors.Is(err, unix.EBADF) {
+			return err
+		}
+	}
+	return errNoBoundSocket
+}
+
+func registerUMEM(fd int, mem []byte, frameSize uint32) error {
+	reg := unix.XDPUmemReg{
+		Addr: uint64(uintptr(unsafe.Pointer(&mem[0]))),
+		Len:  uint64(len(mem)),
+		Size: frameSize,
+	}
+	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+		return fmt.Errorf("XDP_UMEM_REG: %w", err)
+	}
+	return nil
+}
+
+// release notes that s let go of its queue (see bind); u.mu is held.
+func (u *UMEM) release(s *Socket) {
+	if u.released == nil {
+		u.released = map[queueKey]time.Time{}
+	}
+	u.released[queueKey{s.Ifindex, s.Queue}] = time.Now()
+}
+
+// FD is the socket's file descriptor, for poll() and the XSKMAP; -1 once
+// Reclaim or Close let go of it.
 func (s *Socket) FD() int { return s.fd }
 
 // Fill gives frames to the kernel to receive into and returns how many it took.
@@ -321,12 +433,23 @@ func (s *Socket) ZeroCopy() bool {
 	return opts&unix.XDP_OPTIONS_ZEROCOPY != 0
 }
 
-// Close unmaps the rings and closes the socket.
+// Close unmaps the rings and closes the socket. Frames still on its rings
+// are forgotten: call Reclaim first to get them back.
 func (s *Socket) Close() error {
 	s.unmapAll()
+	u := s.umem
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for i, o := range u.socks {
+		if o == s {
+			u.socks = append(u.socks[:i], u.socks[i+1:]...)
+			break
+		}
+	}
 	if s.fd < 0 {
 		return nil
 	}
+	u.release(s)
 	err := unix.Close(s.fd)
 	s.fd = -1
 	return err
