@@ -156,7 +156,7 @@ func (w *worker) serve(p *Port, now int64) bool {
 			work = true
 		}
 	}
-	if p.down.Load() {
+	if p.down.Load() || p.txDetached {
 		if !p.flushed {
 			w.flush(p, now)
 			p.flushed = true

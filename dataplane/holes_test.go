@@ -213,3 +213,62 @@ func TestPortDownFlushesAndRecovers(t *testing.T) {
 	}
 	checkFrames(t, s)
 }
+
+// TestInterfaceGoneAndBack: the interface of a port is deleted (DetachPort):
+// the frames on its rings and in its queues come back to the pool, the
+// workers stop touching its link; a new link is attached when the
+// interface is back, and the port forwards again.
+func TestInterfaceGoneAndBack(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		s, l, clk := testSwitch(t, 2, workers, 4096, func(c *Config) { c.Ports[1].RateBits = 8e6 })
+		l[1].Inject(udp(1, 2, 10))
+		settle(s)
+		for i := 0; i < 50; i++ {
+			l[0].Inject(udp(2, 1, 1000))
+		}
+		settle(s)
+		l[1].Inject(udp(1, 2, 10)) // one frame waiting on the rx ring
+		fillBefore := l[1].FillLen()
+		if s.Frames().Queued == 0 || fillBefore == 0 {
+			t.Fatal("nothing queued or nothing on the fill ring")
+		}
+		s.DetachPort(1)
+		settle(s)
+		if !s.Detached(1) {
+			t.Fatalf("workers %d: port not detached", workers)
+		}
+		if l[1].FillLen() != 0 {
+			t.Fatalf("workers %d: %d frames left on the gone link's fill ring", workers, l[1].FillLen())
+		}
+		checkFrames(t, s)
+		if f := s.Frames(); f.Fill >= f.Total-uint64(fillBefore)+1 {
+			t.Fatalf("workers %d: the gone link's frames still counted as fill: %+v", workers, f)
+		}
+		// Traffic for the gone port is dropped; the old link is never touched.
+		sent := l[1].SentCount
+		l[0].Inject(udp(2, 1, 100))
+		settle(s)
+		if l[1].SentCount != sent || l[1].FillLen() != 0 {
+			t.Fatalf("workers %d: the detached link was used", workers)
+		}
+		nl := NewMemLink(s.mem, frameSize, 256)
+		if err := s.AttachPort(1, []Link{nl}); err != nil {
+			t.Fatal(err)
+		}
+		s.SetPortDown(1, false)
+		settle(s)
+		if s.Detached(1) || nl.FillLen() == 0 {
+			t.Fatalf("workers %d: new link not taken up (fill %d)", workers, nl.FillLen())
+		}
+		nl.Inject(udp(1, 2, 10))
+		l[0].Inject(udp(2, 1, 100))
+		clk.t += 1e9
+		settle(s)
+		if nl.SentCount != 1 || l[0].SentCount == 0 {
+			t.Fatalf("workers %d: after the interface came back: %d frames out of the new link, %d to host 1", workers, nl.SentCount, l[0].SentCount)
+		}
+		clk.t += 1e9
+		settle(s)
+		checkFrames(t, s)
+	}
+}

@@ -22,6 +22,12 @@ type Link interface {
 	WakeFill()
 	// FD is a descriptor that polls readable when frames arrive; -1 if none.
 	FD() int
+	// Reclaim appends every frame on the link's rings to dst and stops the
+	// link for good (its device went away); see afxdp.Socket.Reclaim.
+	Reclaim(dst []uint64) []uint64
+	// Outstanding counts frames the device took and has not given back: after
+	// Reclaim, frames the switch will not see again.
+	Outstanding() (rx, tx int)
 }
 
 var _ Link = (*afxdp.Socket)(nil)

@@ -109,3 +109,6 @@ func (l *MemLink) Reclaim(dst []uint64) []uint64 {
 	l.fill, l.rx, l.tx, l.comp = l.fill[:0], l.rx[:0], l.tx[:0], l.comp[:0]
 	return dst
 }
+
+// Outstanding is always 0: an in-memory link hands every frame back.
+func (l *MemLink) Outstanding() (rx, tx int) { return 0, 0 }

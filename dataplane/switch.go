@@ -86,10 +86,10 @@ type Port struct {
 	Role  mech.Role
 	MAC   net.HardwareAddr
 
-	links  []Link
-	txLink Link
-	owner  []int // worker of each link
-	egress int   // worker that owns the egress (the owner of links[0])
+	links  atomic.Pointer[[]Link] // the port's links; replaced when its interface comes back
+	txLink Link                   // egress worker: links[0], which transmits
+	owner  []int                  // worker of each link
+	egress int                    // worker that owns the egress (the owner of links[0])
 
 	sched   sched.Scheduler
 	evictor sched.Evictor // the scheduler, when one arrival can evict several packets (nil otherwise)
@@ -105,10 +105,16 @@ type Port struct {
 	ingressH []mech.IngressHook // run on the receiving worker after forwarding
 	mechs    []string           // names of the mechanisms enabled on the port
 
-	frames        int64        // egress owner: frames in the port's data queues
-	down          atomic.Bool  // the interface is down or gone
-	flushed       bool         // egress owner: the queues were flushed since it went down
-	txOutstanding atomic.Int64 // frames on the tx ring not yet completed
+	frames        int64                  // egress owner: frames in the port's data queues
+	down          atomic.Bool            // the interface is down or gone
+	detachReq     atomic.Bool            // the interface is gone: workers reclaim and stop using its links
+	detachAcks    atomic.Int32           // links reclaimed since the last detach request
+	attachAcks    atomic.Int32           // links taken up since the last AttachPort
+	newLinks      atomic.Pointer[[]Link] // links to take up after a detach (AttachPort)
+	txDetached    bool                   // egress worker: links[0] was reclaimed, do not touch txLink
+	lost          atomic.Int64           // frames the kernel kept when the interface went away
+	flushed       bool                   // egress owner: the queues were flushed since it went down
+	txOutstanding atomic.Int64           // frames on the tx ring not yet completed
 	txDescs       []afxdp.Desc
 }
 
@@ -143,8 +149,11 @@ func (p *Port) CreditDepth() (uint64, uint32, bool) {
 // RateBits returns the port's shaper rate in bit/s (0 = unlimited).
 func (p *Port) RateBits() uint64 { return p.shaper.RateBits() }
 
-// Links returns the port's per-queue links.
-func (p *Port) Links() []Link { return p.links }
+// Links returns the port's per-queue links (any goroutine).
+func (p *Port) Links() []Link { return *p.links.Load() }
+
+// Lost counts frames the kernel kept when the port's interface went away.
+func (p *Port) Lost() int64 { return p.lost.Load() }
 
 // Down reports whether the port is down (any goroutine).
 func (p *Port) Down() bool { return p.down.Load() }
@@ -241,7 +250,9 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	}
 	now := s.clock.Now()
 	for i, pc := range cfg.Ports {
-		p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: pc.MAC, links: links[i], txLink: links[i][0], txDescs: make([]afxdp.Desc, 2*BatchSize)}
+		p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: pc.MAC, txLink: links[i][0], txDescs: make([]afxdp.Desc, 2*BatchSize)}
+		l := links[i]
+		p.links.Store(&l)
 		if len(p.MAC) != 6 {
 			p.MAC = net.HardwareAddr{0x02, 0x67, 0x73, byte(cfg.SwitchID >> 8), byte(cfg.SwitchID), byte(i)}
 		}
@@ -279,8 +290,8 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	// Sockets go to workers round-robin; a port's egress goes with its first socket.
 	k := 0
 	for _, p := range s.ports {
-		p.owner = make([]int, len(p.links))
-		for q, l := range p.links {
+		p.owner = make([]int, len(p.Links()))
+		for q, l := range p.Links() {
 			w := s.workers[k%cfg.Workers]
 			p.owner[q] = w.id
 			w.rx = append(w.rx, &rxQueue{link: l, port: p.Index, queue: q})
@@ -487,6 +498,52 @@ func (s *Switch) SetPortDown(port int, down bool) {
 			w.wake()
 		}
 	}
+}
+
+// DetachPort takes port's links away from the workers because its
+// interface is gone: the port goes down, and each worker that owns one of
+// its links reclaims the frames on the link's rings (they come back to the
+// free lists; frames the kernel kept are counted as lost) and never touches
+// the link again. Detached reports when all of them have; then the links'
+// sockets may be closed. Any goroutine.
+func (s *Switch) DetachPort(port int) {
+	p := s.ports[port]
+	p.detachAcks.Store(0)
+	p.newLinks.Store(nil)
+	p.detachReq.Store(true)
+	p.down.Store(true)
+	s.stateGen.Add(1)
+	for _, w := range s.workers {
+		w.wake()
+	}
+}
+
+// Detached reports whether every link of port has been reclaimed since the
+// last DetachPort.
+func (s *Switch) Detached(port int) bool {
+	p := s.ports[port]
+	return p.detachReq.Load() && int(p.detachAcks.Load()) == len(p.Links())
+}
+
+// AttachPort gives a detached port new links (one per rx queue, as many as
+// it had) and brings it up: the workers that owned the old links take the
+// new ones. Any goroutine, after Detached(port).
+func (s *Switch) AttachPort(port int, links []Link) error {
+	p := s.ports[port]
+	if !s.Detached(port) {
+		return fmt.Errorf("port %s is not detached", p.Name)
+	}
+	if len(links) != len(p.Links()) {
+		return fmt.Errorf("port %s had %d queues, not %d", p.Name, len(p.Links()), len(links))
+	}
+	l := append([]Link(nil), links...)
+	p.attachAcks.Store(0)
+	p.newLinks.Store(&l)
+	s.stateGen.Add(1)
+	for _, w := range s.workers {
+		w.wake()
+	}
+	return nil
 }
 
 // owner returns the worker whose range holds the frame at addr.

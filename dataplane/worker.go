@@ -14,10 +14,11 @@ import (
 
 // rxQueue is one socket a worker receives on.
 type rxQueue struct {
-	link   Link
-	port   int
-	queue  int
-	inFill int // frames on the fill ring (given minus received)
+	link     Link
+	port     int
+	queue    int
+	inFill   int  // frames on the fill ring (given minus received)
+	detached bool // the link's device went away: reclaimed, never touched again
 }
 
 // portCtr are a worker's counters for one port. Only the worker writes them.
@@ -66,6 +67,7 @@ type worker struct {
 	dataOut  [BatchSize]pkt.Packet // scratch: packets pulled from the scheduler
 	dataLen  [BatchSize]uint32     // scratch: their lengths as the shaper charged them
 	addrs    [BatchSize]uint64     // scratch: completions, returns
+	reclaim  []uint64              // scratch: frames reclaimed from a link whose device went away
 	flood    []uint16              // scratch: ports a frame floods to (one per port)
 	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
 	one      [1]pkt.Packet         // scratch: a batch of one for control hooks
@@ -152,6 +154,9 @@ func (w *worker) prime() {
 func (w *worker) buildPoll() {
 	w.pollfds, w.pollPort = w.pollfds[:0], w.pollPort[:0]
 	for _, q := range w.rx {
+		if q.detached {
+			continue
+		}
 		if fd := q.link.FD(); fd >= 0 && !w.s.ports[q.port].down.Load() {
 			w.pollfds = append(w.pollfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 			w.pollPort = append(w.pollPort, q.port)
@@ -185,6 +190,7 @@ func (w *worker) pass(now int64) bool {
 	work := false
 	if g := w.s.stateGen.Load(); g != w.gen {
 		w.gen = g
+		w.linkState()
 		w.buildPoll()
 		work = true
 	}
@@ -200,6 +206,9 @@ func (w *worker) pass(now int64) bool {
 	}
 	// Sent frames come back from the tx side.
 	for _, p := range w.egress {
+		if p.txDetached {
+			continue
+		}
 		if n := p.txLink.Complete(w.addrs[:]); n > 0 {
 			p.txOutstanding.Add(int64(-n))
 			for _, a := range w.addrs[:n] {
@@ -219,7 +228,7 @@ func (w *worker) pass(now int64) bool {
 	}
 	// Parse, ingress stages and dispatch, a batch per socket.
 	for _, q := range w.rx {
-		if w.s.ports[q.port].down.Load() {
+		if q.detached || w.s.ports[q.port].down.Load() {
 			continue
 		}
 		w.refill(q)
@@ -245,6 +254,44 @@ func (w *worker) pass(now int64) bool {
 	w.publish()
 	w.passes.Add(1)
 	return work
+}
+
+// linkState acts on ports whose interfaces went away (DetachPort) or came
+// back (AttachPort) for the links this worker owns: it reclaims a gone
+// link's frames (and, for the port's first link, the transmit side, which
+// this worker owns as the port's egress worker), and takes up new links.
+func (w *worker) linkState() {
+	for _, q := range w.rx {
+		p := w.s.ports[q.port]
+		if p.detachReq.Load() && !q.detached {
+			w.reclaim = q.link.Reclaim(w.reclaim[:0])
+			for _, a := range w.reclaim {
+				w.release(a)
+			}
+			rx, tx := q.link.Outstanding()
+			p.lost.Add(int64(rx + tx))
+			if q.queue == 0 {
+				p.txDetached = true
+				p.txOutstanding.Store(0)
+			}
+			q.inFill = 0
+			q.detached = true
+			p.detachAcks.Add(1)
+		}
+		if nl := p.newLinks.Load(); q.detached && nl != nil {
+			q.link = (*nl)[q.queue]
+			q.detached = false
+			if q.queue == 0 {
+				p.txLink = q.link
+				p.txDetached = false
+			}
+			if int(p.attachAcks.Add(1)) == len(*nl) {
+				p.links.Store(nl)
+				p.newLinks.Store(nil)
+				p.detachReq.Store(false)
+			}
+		}
+	}
 }
 
 // publish stores the worker's frame gauges for Switch.Frames.
@@ -346,8 +393,8 @@ func (w *worker) sleep(now int64) {
 			}
 			timeout = min(timeout, wait)
 		}
-		if p.txOutstanding.Load() > 0 {
-			timeout = min(timeout, 200e3)
+		if p.txOutstanding.Load() > 0 && !p.down.Load() {
+			timeout = min(timeout, 200e3) // completions to reap (a down port's tx ring does not move)
 		}
 	}
 	for _, t := range w.tickers {

@@ -28,6 +28,7 @@ import (
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/dataplane/metrics"
+	"github.com/gswitch/gswitch/internal/linkwatch"
 	_ "github.com/gswitch/gswitch/mech/all"
 	"github.com/gswitch/gswitch/sched"
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,23 +68,66 @@ func main() {
 
 // devices is what run sets up on the host, torn down by close.
 type devices struct {
-	umem    *afxdp.UMEM
+	umem  *afxdp.UMEM
+	ports []*portDev
+	mode  bpf.Mode
+	bind  afxdp.BindFlags
+}
+
+// portDev is one port's XDP program and sockets. They are replaced when the
+// interface is deleted and comes back.
+type portDev struct {
+	prog    *bpf.Port
 	sockets []*afxdp.Socket
-	progs   []*bpf.Port
+	nq      int  // rx queues bound
+	gone    bool // the interface was deleted: sockets detached and closed
 }
 
 func (d *devices) close() {
-	for _, p := range d.progs {
-		if err := p.Close(); err != nil {
-			log.Printf("detaching XDP program: %v", err)
-		}
-	}
-	for _, s := range d.sockets {
-		s.Close()
+	for _, p := range d.ports {
+		p.close()
 	}
 	if d.umem != nil {
 		d.umem.Close()
 	}
+}
+
+func (p *portDev) close() {
+	if p.prog != nil {
+		if err := p.prog.Close(); err != nil {
+			log.Printf("detaching XDP program: %v", err)
+		}
+		p.prog = nil
+	}
+	for _, s := range p.sockets {
+		s.Close()
+	}
+	p.sockets = nil
+}
+
+// open loads the XDP program on the interface and binds one socket per rx queue.
+func (d *devices) open(pd *portDev, ifindex int) ([]dataplane.Link, error) {
+	prog, err := bpf.Load()
+	if err != nil {
+		return nil, err
+	}
+	pd.prog = prog
+	var pl []dataplane.Link
+	for q := 0; q < pd.nq; q++ {
+		s, err := d.umem.Open(ifindex, q, afxdp.DefaultRingSizes, d.bind)
+		if err != nil {
+			return nil, err
+		}
+		pd.sockets = append(pd.sockets, s)
+		if err := prog.Register(q, s.FD()); err != nil {
+			return nil, err
+		}
+		pl = append(pl, s)
+	}
+	if err := prog.Attach(ifindex, d.mode); err != nil {
+		return nil, err
+	}
+	return pl, nil
 }
 
 func run(cfg *config.Config) error {
@@ -91,12 +135,11 @@ func run(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	dev := &devices{}
+	dev := &devices{mode: mode, bind: afxdp.BindFlags{Copy: cfg.BindMode == "copy", ZeroCopy: cfg.BindMode == "zerocopy"}}
 	defer dev.close()
 	if dev.umem, err = afxdp.NewUMEM(uint32(cfg.Frames), uint32(cfg.FrameSize)); err != nil {
 		return err
 	}
-	bind := afxdp.BindFlags{Copy: cfg.BindMode == "copy", ZeroCopy: cfg.BindMode == "zerocopy"}
 	dcfg := dataplane.Config{
 		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
 		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue,
@@ -115,26 +158,13 @@ func run(cfg *config.Config) error {
 			}
 			nq = pc.RxQueues
 		}
-		prog, err := bpf.Load()
+		pd := &portDev{nq: nq}
+		dev.ports = append(dev.ports, pd)
+		pl, err := dev.open(pd, ifc.Index)
 		if err != nil {
-			return fmt.Errorf("port %s: %w", pc.Name, err)
-		}
-		dev.progs = append(dev.progs, prog)
-		var pl []dataplane.Link
-		for q := 0; q < nq; q++ {
-			s, err := dev.umem.Open(ifc.Index, q, afxdp.DefaultRingSizes, bind)
-			if err != nil {
-				return fmt.Errorf("port %s (%s): %w", pc.Name, pc.Interface, err)
-			}
-			dev.sockets = append(dev.sockets, s)
-			if err := prog.Register(q, s.FD()); err != nil {
-				return fmt.Errorf("port %s: %w", pc.Name, err)
-			}
-			pl = append(pl, s)
-		}
-		if err := prog.Attach(ifc.Index, mode); err != nil {
 			return fmt.Errorf("port %s (%s): %w", pc.Name, pc.Interface, err)
 		}
+		prog := pd.prog
 		zc := pl[0].(*afxdp.Socket).ZeroCopy()
 		mac := pc.MACAddr
 		if mac == nil {
@@ -188,8 +218,31 @@ func run(cfg *config.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	sw.Start()
-	log.Printf("forwarding with %d worker(s), %d frames of %d B", sw.Workers(), cfg.Frames, cfg.FrameSize)
-	<-ctx.Done()
+	log.Printf("forwarding with %d worker(s), %d frames of %d B; queues may hold %d frames, the rest keep the fill rings and the emit reserve",
+		sw.Workers(), cfg.Frames, cfg.FrameSize, queueFrames(sw))
+	events := make(chan linkwatch.Event, 64)
+	var names []string
+	for _, pc := range cfg.Ports {
+		names = append(names, pc.Interface)
+	}
+	watchErr := make(chan error, 1)
+	go func() { watchErr <- linkwatch.Watch(ctx, names, func(e linkwatch.Event) { events <- e }) }()
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			running = false
+		case err := <-watchErr:
+			if err != nil {
+				log.Printf("watching interfaces: %v (ports will not follow their interfaces going down or away)", err)
+			}
+		case e := <-events:
+			for i, pc := range cfg.Ports {
+				if pc.Interface == e.Name {
+					dev.follow(sw, i, pc, e)
+				}
+			}
+		}
+	}
 	log.Printf("stopping")
 	sw.Stop()
 	if srv != nil {
@@ -200,6 +253,60 @@ func run(cfg *config.Config) error {
 	f := sw.Frames()
 	log.Printf("stopped; frames: %d free, %d on fill rings, %d queued, %d in flight, of %d", f.Free, f.Fill, f.Queued, f.Tx+f.Handoff+f.Returning, f.Total)
 	return nil
+}
+
+// follow brings port i in line with its interface: down while the
+// interface is down (or its carrier is off), detached while it does not
+// exist (the frames on its rings come back, its sockets are closed), and
+// bound anew when it exists again.
+func (d *devices) follow(sw *dataplane.Switch, i int, pc config.Port, e linkwatch.Event) {
+	pd := d.ports[i]
+	if !e.Exists {
+		if pd.gone {
+			return
+		}
+		log.Printf("port %s: interface %s is gone: port down, reclaiming its frames", pc.Name, pc.Interface)
+		sw.DetachPort(i)
+		for t := time.Now(); !sw.Detached(i); time.Sleep(time.Millisecond) {
+			if time.Since(t) > 5*time.Second {
+				log.Printf("port %s: workers did not let go of the sockets in 5 s; leaving them open", pc.Name)
+				return
+			}
+		}
+		pd.close()
+		pd.gone = true
+		if lost := sw.Ports()[i].Lost(); lost > 0 {
+			log.Printf("port %s: %d frames stayed in the kernel", pc.Name, lost)
+		}
+		return
+	}
+	if pd.gone {
+		links, err := d.open(pd, e.Index)
+		if err != nil {
+			pd.close()
+			log.Printf("port %s: interface %s is back (ifindex %d) but cannot be bound: %v", pc.Name, pc.Interface, e.Index, err)
+			return
+		}
+		if err := sw.AttachPort(i, links); err != nil {
+			pd.close()
+			log.Printf("port %s: %v", pc.Name, err)
+			return
+		}
+		pd.gone = false
+		log.Printf("port %s: interface %s is back (ifindex %d), bound again", pc.Name, pc.Interface, e.Index)
+	}
+	if down := !e.Up; down != sw.Ports()[i].Down() {
+		log.Printf("port %s: interface %s %s", pc.Name, pc.Interface, map[bool]string{true: "down", false: "up"}[down])
+		sw.SetPortDown(i, down)
+	}
+}
+
+func queueFrames(sw *dataplane.Switch) int64 {
+	var n int64
+	for w := 0; w < sw.Workers(); w++ {
+		n += sw.QueueFrameLimit(w)
+	}
+	return n
 }
 
 // classifier builds the port's DSCP or PCP map: the default class-selector

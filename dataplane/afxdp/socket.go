@@ -50,7 +50,11 @@ func NewUMEM(numFrames, frameSize uint32) (*UMEM, error) {
 	if numFrames == 0 {
 		return nil, errors.New("UMEM needs at least one frame")
 	}
-	mem, err := unix.Mmap(-1, 0, int(numFrames*frameSize), unix.PROT_READ|unix.PROT_WRITE,
+	size := uint64(numFrames) * uint64(frameSize) // in 64 bits: 2^22 frames of 4 KiB wrap a uint32
+	if size > 1<<36 {
+		return nil, fmt.Errorf("UMEM of %d x %d B is too large", numFrames, frameSize)
+	}
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("mmap UMEM (%d x %d B): %w", numFrames, frameSize, err)

@@ -58,6 +58,7 @@ func (l *lockedLink) Reclaim(dst []uint64) []uint64 {
 	defer l.mu.Unlock()
 	return l.ml.Reclaim(dst)
 }
+func (l *lockedLink) Outstanding() (int, int) { return 0, 0 }
 func (l *lockedLink) inject(f []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
