@@ -58,9 +58,14 @@ type Config struct {
 
 // MACTable configures the learning table.
 type MACTable struct {
-	Size     int           `yaml:"size"`
-	Aging    string        `yaml:"aging"`
-	AgingDur time.Duration `yaml:"-"`
+	Size  int    `yaml:"size"`
+	Aging string `yaml:"aging"`
+	// PortLimit is the most MACs learnt on one port (0: half the table; -1: no limit).
+	PortLimit int `yaml:"port_limit"`
+	// MoveHold is how long after moving to another port a MAC may not move again (default 1s; 0s: no hold).
+	MoveHold    string        `yaml:"move_hold"`
+	AgingDur    time.Duration `yaml:"-"`
+	MoveHoldDur time.Duration `yaml:"-"`
 }
 
 // Port is one switch port.
@@ -104,14 +109,14 @@ type Port struct {
 	// the order listed.
 	Mechanisms yaml.Node `yaml:"mechanisms"`
 
-	RTTDur    time.Duration    `yaml:"-"`
-	RoleValue mech.Role        `yaml:"-"`
-	MACAddr   net.HardwareAddr `yaml:"-"`
-	Mechs     []Mechanism      `yaml:"-"`
-	RateBits         uint64 `yaml:"-"`
-	BurstBytes       int64  `yaml:"-"`
-	BufferBytes      uint64 `yaml:"-"`
-	QueueBufferBytes uint64 `yaml:"-"`
+	RTTDur           time.Duration    `yaml:"-"`
+	RoleValue        mech.Role        `yaml:"-"`
+	MACAddr          net.HardwareAddr `yaml:"-"`
+	Mechs            []Mechanism      `yaml:"-"`
+	RateBits         uint64           `yaml:"-"`
+	BurstBytes       int64            `yaml:"-"`
+	BufferBytes      uint64           `yaml:"-"`
+	QueueBufferBytes uint64           `yaml:"-"`
 }
 
 // Mechanism is one mechanism enabled on a port, with its decoded config
@@ -296,6 +301,12 @@ func (c *Config) validate() error {
 	}
 	if c.MACTable.AgingDur < time.Second {
 		return fmt.Errorf("mac_table.aging: %s is shorter than 1s", c.MACTable.AgingDur)
+	}
+	if c.MACTable.PortLimit < -1 || c.MACTable.PortLimit > c.MACTable.Size {
+		return fmt.Errorf("mac_table.port_limit: %d out of range (0 = half the table, -1 = no limit, up to mac_table.size %d)", c.MACTable.PortLimit, c.MACTable.Size)
+	}
+	if c.MACTable.MoveHoldDur, err = duration("mac_table.move_hold", c.MACTable.MoveHold, time.Second); err != nil {
+		return err
 	}
 	ifaces := map[string]int{}
 	names := map[string]int{}

@@ -272,3 +272,68 @@ func TestInterfaceGoneAndBack(t *testing.T) {
 		checkFrames(t, s)
 	}
 }
+
+// TestMACFloodAndFlapping: a host port sending frames from 100,000 random
+// source MACs fills only its own share of the table (port_limit); hosts on
+// the other ports stay known and their traffic is not flooded. A MAC that
+// flaps between two ports every frame moves once per move_hold; the rest of
+// its moves are refused and counted. Frames to bridge-protocol groups are
+// never flooded.
+func TestMACFloodAndFlapping(t *testing.T) {
+	s, l, clk := testSwitch(t, 4, 1, 8192, func(c *Config) {
+		c.MACTableSize = 1024
+		c.MACPortLimit = 64
+		c.MACMoveHold = 1e9
+	})
+	for i := 0; i < 3; i++ { // hosts 1..3 on ports 0..2
+		l[i].Inject(udp(0xff, byte(i+1), 10))
+		settle(s)
+	}
+	for i := range l {
+		l[i].SentCount = 0
+	}
+	flooded := s.Counters(1).Flooded
+	flood := udp(1, 0, 10)
+	for i := 0; i < 100000; i++ {
+		flood[6], flood[7], flood[8], flood[9], flood[10], flood[11] = 0x02, byte(i>>24), byte(i>>16), byte(i>>8), byte(i), 0x77
+		l[3].Inject(flood)
+		if i%128 == 127 {
+			settle(s)
+		}
+		if i%10000 == 0 { // meanwhile host 2 talks to host 3
+			l[1].Inject(udp(3, 2, 10))
+		}
+	}
+	settle(s)
+	st := s.MACTable().Stats(clk.t)
+	if st.PerPort[3] > 64 || st.PortFull == 0 {
+		t.Fatalf("port 3 holds %d MACs (limit 64), %d refused", st.PerPort[3], st.PortFull)
+	}
+	for i, want := range []uint16{0, 1, 2} {
+		if p, ok := s.MACTable().Lookup(pkttest.MACInt(byte(i+1)), clk.t); !ok || p != want {
+			t.Fatalf("host %d lost from the table: %v %v", i+1, p, ok)
+		}
+	}
+	if l[2].SentCount != 10 || s.Counters(1).Flooded != flooded {
+		t.Fatalf("host 3 got %d of 10 frames; %d flooded from host 2", l[2].SentCount, s.Counters(1).Flooded-flooded)
+	}
+	// Host 1's MAC flaps between ports 0 and 2 every frame for 3 seconds.
+	for k := 0; k < 300; k++ {
+		l[k%2*2].Inject(udp(2, 1, 10))
+		clk.t += 1e7
+		settle(s)
+	}
+	st = s.MACTable().Stats(clk.t)
+	if st.Moves > 4 || st.MoveRefused < 140 { // half the frames come from the port the MAC is on
+		t.Fatalf("flapping MAC: %d moves, %d refused", st.Moves, st.MoveRefused)
+	}
+	// A bridge protocol frame is not flooded.
+	before := l[1].SentCount + l[2].SentCount + l[3].SentCount
+	lldp := pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, pkttest.MAC(1), 0x88cc, 0, 0)
+	l[0].Inject(append(lldp, make([]byte, 46)...))
+	settle(s)
+	if l[1].SentCount+l[2].SentCount+l[3].SentCount != before || s.Counters(0).Drops[pkt.ReasonLinkLocal] != 1 {
+		t.Fatal("an LLDP frame was flooded")
+	}
+	checkFrames(t, s)
+}

@@ -69,6 +69,8 @@ type Config struct {
 	Workers      int           // 0 = DefaultWorkers()
 	MACTableSize int           // 0 = 4096
 	MACAging     time.Duration // 0 = 300 s
+	MACPortLimit int           // most MACs learnt on one port; 0 = half the table, < 0 = no limit
+	MACMoveHold  time.Duration // a MAC that moved may not move again this soon (0: moves are free)
 	HandoffSize  int           // slots of each worker-to-port handoff ring; 0 = 1024
 	FillTarget   int           // frames to keep on each fill ring; 0 = automatic
 	BusyPoll     bool          // never sleep
@@ -245,7 +247,14 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		return nil, fmt.Errorf("%d frames are too few for %d workers (need %d each)", s.numFrames, cfg.Workers, 8*BatchSize)
 	}
 	var err error
-	if s.mac, err = l2.New(cfg.MACTableSize, int64(cfg.MACAging)); err != nil {
+	if cfg.MACPortLimit == 0 {
+		cfg.MACPortLimit = max(cfg.MACTableSize/2, 16)
+	}
+	if cfg.MACPortLimit < 0 {
+		cfg.MACPortLimit = 0 // no limit
+	}
+	if s.mac, err = l2.New(l2.Config{Size: cfg.MACTableSize, Aging: int64(cfg.MACAging), Ports: len(cfg.Ports),
+		PortLimit: cfg.MACPortLimit, MoveHold: int64(cfg.MACMoveHold)}); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()
@@ -493,12 +502,20 @@ func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int) e
 // no frame is emitted on it.
 func (s *Switch) SetPortDown(port int, down bool) {
 	if s.ports[port].down.Swap(down) != down {
+		if down {
+			s.mac.Flush(uint16(port)) // hosts behind it are gone or will be learnt again
+		}
 		s.stateGen.Add(1)
 		for _, w := range s.workers {
 			w.wake()
 		}
 	}
 }
+
+// Housekeep does the switch's slow work: it retires MAC table entries that
+// aged out. gswitchd calls it about once a second from a goroutine of its
+// own; tests call it when they like.
+func (s *Switch) Housekeep() { s.mac.Sweep(s.clock.Now()) }
 
 // DetachPort takes port's links away from the workers because its
 // interface is gone: the port goes down, and each worker that owns one of

@@ -142,6 +142,7 @@ func run(cfg *config.Config) error {
 	}
 	dcfg := dataplane.Config{
 		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
+		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHoldDur,
 		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue,
 	}
 	var links [][]dataplane.Link
@@ -225,12 +226,16 @@ func run(cfg *config.Config) error {
 	for _, pc := range cfg.Ports {
 		names = append(names, pc.Interface)
 	}
+	housekeep := time.NewTicker(time.Second)
+	defer housekeep.Stop()
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- linkwatch.Watch(ctx, names, func(e linkwatch.Event) { events <- e }) }()
 	for running := true; running; {
 		select {
 		case <-ctx.Done():
 			running = false
+		case <-housekeep.C:
+			sw.Housekeep()
 		case err := <-watchErr:
 			if err != nil {
 				log.Printf("watching interfaces: %v (ports will not follow their interfaces going down or away)", err)

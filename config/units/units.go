@@ -79,7 +79,9 @@ func ParseDuration(s string, def time.Duration) (time.Duration, error) {
 
 func splitUnit(s string) (num, unit string) {
 	s = strings.TrimSpace(s)
-	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != 'e' && r != 'E' && r != '+' && r != '-' })
+	i := strings.IndexFunc(s, func(r rune) bool {
+		return (r < '0' || r > '9') && r != '.' && r != 'e' && r != 'E' && r != '+' && r != '-'
+	})
 	if i < 0 {
 		return s, ""
 	}

@@ -63,10 +63,12 @@ var (
 	dFramesTot  = desc("umem_frames_total", "UMEM frames in all.")
 	dMAC        = desc("mac_table_entries", "Live entries in the MAC learning table.")
 	dMACFull    = desc("mac_table_full_total", "Addresses that could not be learnt because their slots were taken.")
+	dMACPort    = desc("mac_table_port_entries", "Live addresses learnt on the port.", "port")
+	dMACEvents  = desc("mac_learn_total", "What learning did with source addresses it did not know on their port: learned (new), moved (to another port), move_refused (moved again within move_hold: kept on its port), port_full (the port's limit), table_full (no slot), contended.", "result")
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
-	allDescs    = []*prometheus.Desc{dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	allDescs    = []*prometheus.Desc{dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -161,8 +163,20 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(dFramesTot, float64(f.Total))
 	gauge(dBufUsed, float64(c.sw.Buffer().Used()))
 	gauge(dBufSize, float64(c.sw.Buffer().Size()))
-	gauge(dMAC, float64(c.sw.MACTable().Len(c.sw.Now())))
-	counter(dMACFull, c.sw.MACTable().Full())
+	ms := c.sw.MACTable().Stats(c.sw.Now())
+	gauge(dMAC, float64(ms.Entries))
+	counter(dMACFull, ms.TableFull)
+	for i, p := range c.sw.Ports() {
+		if i < len(ms.PerPort) {
+			gauge(dMACPort, float64(ms.PerPort[i]), p.Name)
+		}
+	}
+	for _, e := range []struct {
+		n string
+		v uint64
+	}{{"learned", ms.Learned}, {"moved", ms.Moves}, {"move_refused", ms.MoveRefused}, {"port_full", ms.PortFull}, {"table_full", ms.TableFull}, {"contended", ms.Contended}} {
+		counter(dMACEvents, e.v, e.n)
+	}
 	for w := 0; w < c.sw.Workers(); w++ {
 		st := c.sw.WorkerStats(w)
 		ws := strconv.Itoa(w)

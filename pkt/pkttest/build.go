@@ -6,6 +6,9 @@ import "encoding/binary"
 // MAC returns the 6 bytes of a locally administered unicast MAC ending in n.
 func MAC(n byte) [6]byte { return [6]byte{0x02, 0, 0, 0, 0, n} }
 
+// MACInt is MAC(n) as the 48-bit integer the learning table keys on.
+func MACInt(n byte) uint64 { return 0x02<<40 | uint64(n) }
+
 // Broadcast is ff:ff:ff:ff:ff:ff.
 var Broadcast = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
