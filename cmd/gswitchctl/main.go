@@ -1,0 +1,65 @@
+// Command gswitchctl operates gswitch switches and fabrics.
+//
+//	gswitchctl topo up FILE          bring a topology file up (namespaces, veths, one gswitchd per switch)
+//	gswitchctl topo down FILE        remove everything it made
+//	gswitchctl topo show FILE        print the plan
+//	gswitchctl topo exec FILE HOST -- CMD [ARGS...]
+//	gswitchctl topo targets FILE     print the Prometheus file_sd targets
+//
+// Each subcommand lives in its own file and is listed in commands below.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// command is one subcommand: run gets the arguments after its name and
+// returns the exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) int
+}
+
+var commands = []command{
+	{"topo", "bring fabrics described by topology files up and down (gswitchctl topo help)", topoMain},
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:]))
+}
+
+func dispatch(args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		usage()
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	fmt.Fprintf(os.Stderr, "gswitchctl: unknown command %q\n", args[0])
+	usage()
+	return 2
+}
+
+func usage() {
+	var b strings.Builder
+	b.WriteString("usage: gswitchctl COMMAND [ARGS...]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(os.Stderr, b.String())
+}
+
+// fail prints an error the way every subcommand does and returns exit code 1.
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "gswitchctl: %v\n", err)
+	return 1
+}

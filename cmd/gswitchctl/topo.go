@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/gswitch/gswitch/topo"
+)
+
+const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
+
+  up FILE [-gswitchd PATH] [-state DIR] [-log DIR] [-wait 10s]
+        make the namespaces, veths, addresses, routes and neighbours, start one
+        gswitchd per switch, wait until each serves metrics, write
+        DIR/<name>/targets.json (Prometheus file_sd); refused when any of it exists
+  down FILE [-state DIR]
+        stop the topology's gswitchd processes and remove everything it made
+        (also after a crash)
+  show FILE [-configs]
+        print the plan: ports, MACs, addresses, routes, neighbours (and each
+        switch's gswitchd YAML)
+  exec FILE HOST [-state DIR] -- CMD [ARGS...]
+        run a command in a host's network namespace
+  targets FILE
+        print the Prometheus file_sd targets (one per switch)
+
+The topology file format is described in docs/topology.md.
+`
+
+func topoMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, topoUsage)
+		return 2
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "up":
+		return topoUp(args)
+	case "down":
+		return topoDown(args)
+	case "show":
+		return topoShow(args)
+	case "exec":
+		return topoExec(args)
+	case "targets":
+		return topoTargets(args)
+	case "help", "-h", "-help", "--help":
+		fmt.Print(topoUsage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "gswitchctl topo: unknown subcommand %q\n%s", sub, topoUsage)
+	return 2
+}
+
+// parse parses flags that may come before or after the positional
+// arguments and returns the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// flags makes a FlagSet for "topo <sub>" whose errors print the usage.
+func flags(sub string) *flag.FlagSet {
+	fs := flag.NewFlagSet("gswitchctl topo "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func usageErr(sub string, err error) int {
+	fmt.Fprintf(os.Stderr, "gswitchctl topo %s: %v\n%s", sub, err, topoUsage)
+	return 2
+}
+
+// load reads the one FILE argument.
+func load(sub string, pos []string, want int) (*topo.Topology, int) {
+	if len(pos) != want {
+		return nil, usageErr(sub, fmt.Errorf("want %d argument(s), got %d", want, len(pos)))
+	}
+	t, err := topo.Load(pos[0])
+	if err != nil {
+		return nil, fail(err)
+	}
+	return t, 0
+}
+
+// defaultGswitchd is the gswitchd next to this binary, if there is one, else gswitchd on PATH.
+func defaultGswitchd() string {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "gswitchd")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return "gswitchd"
+}
+
+func topoUp(args []string) int {
+	fs := flags("up")
+	var o topo.UpOptions
+	fs.StringVar(&o.Gswitchd, "gswitchd", defaultGswitchd(), "gswitchd binary")
+	fs.StringVar(&o.StateDir, "state", topo.DefaultStateDir, "state directory")
+	fs.StringVar(&o.LogDir, "log", "", "directory for the switches' logs (default: the topology's state directory)")
+	fs.DurationVar(&o.Wait, "wait", topo.DefaultWait, "how long to wait for every gswitchd to serve metrics")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageErr("up", err)
+	}
+	t, code := load("up", pos, 1)
+	if t == nil {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	r, err := topo.Up(ctx, t, o)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Printf("topology %s is up (mode %s) in %.1f s\n", t.Name, t.Mode, time.Since(start).Seconds())
+	for _, s := range r.Switches {
+		fmt.Printf("  switch %-10s pid %-8d metrics http://%s/metrics  config %s  log %s\n", s.Name, s.PID, s.Metrics, s.Config, s.Log)
+	}
+	for _, h := range r.Hosts {
+		fmt.Printf("  host   %-10s netns %-14s %s %s\n", h.Name, h.Namespace, h.Interface, h.Addr)
+	}
+	fmt.Printf("Prometheus file_sd targets: %s\n", r.Targets)
+	fmt.Printf("run a command in a host:    gswitchctl topo exec %s %s -- ping -c 3 ADDR\n", pos[0], r.Hosts[0].Name)
+	fmt.Printf("take it down:               gswitchctl topo down %s\n", pos[0])
+	return 0
+}
+
+func topoDown(args []string) int {
+	fs := flags("down")
+	var o topo.UpOptions
+	fs.StringVar(&o.StateDir, "state", topo.DefaultStateDir, "state directory")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageErr("down", err)
+	}
+	t, code := load("down", pos, 1)
+	if t == nil {
+		return code
+	}
+	if err := topo.Down(t, o); err != nil {
+		return fail(err)
+	}
+	fmt.Printf("topology %s is down\n", t.Name)
+	return 0
+}
+
+func topoShow(args []string) int {
+	fs := flags("show")
+	configs := fs.Bool("configs", false, "also print each switch's gswitchd YAML")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageErr("show", err)
+	}
+	t, code := load("show", pos, 1)
+	if t == nil {
+		return code
+	}
+	p, err := t.Plan()
+	if err != nil {
+		return fail(err)
+	}
+	if err := p.WriteText(os.Stdout, *configs); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+func topoExec(args []string) int {
+	var cmdArgs []string
+	for i, a := range args {
+		if a == "--" {
+			args, cmdArgs = args[:i], args[i+1:]
+			break
+		}
+	}
+	if len(cmdArgs) == 0 {
+		return usageErr("exec", errors.New("no command (write: gswitchctl topo exec FILE HOST -- CMD [ARGS...])"))
+	}
+	fs := flags("exec")
+	var o topo.UpOptions
+	fs.StringVar(&o.StateDir, "state", topo.DefaultStateDir, "state directory")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageErr("exec", err)
+	}
+	if len(pos) != 2 {
+		return usageErr("exec", fmt.Errorf("want FILE HOST, got %d argument(s)", len(pos)))
+	}
+	t, err := topo.Load(pos[0])
+	if err != nil {
+		return fail(err)
+	}
+	r, err := topo.Attach(t, o)
+	if err != nil {
+		return fail(err)
+	}
+	if r.Host(pos[1]) == nil {
+		return fail(fmt.Errorf("%s: no host %q", pos[0], pos[1]))
+	}
+	cmd := r.Exec(context.Background(), pos[1], cmdArgs[0], cmdArgs[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	signal.Ignore(os.Interrupt) // the command gets the terminal's SIGINT itself
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return fail(err)
+	}
+	return 0
+}
+
+func topoTargets(args []string) int {
+	pos, err := parse(flags("targets"), args)
+	if err != nil {
+		return usageErr("targets", err)
+	}
+	t, code := load("targets", pos, 1)
+	if t == nil {
+		return code
+	}
+	p, err := t.Plan()
+	if err != nil {
+		return fail(err)
+	}
+	os.Stdout.Write(p.TargetsJSON())
+	return 0
+}

@@ -1,0 +1,31 @@
+// Package topo reads topology files and brings fabrics of gswitchd switches
+// up and down on one Linux machine.
+//
+// A topology file (docs/topology.md) names switches, hosts and the links
+// between them. The model has three steps:
+//
+//   - Parse/Load read the YAML and validate it: every error names the field
+//     (links[3].b, hosts.h5.addr, ...) and nothing is made for a bad file.
+//   - Topology.Plan derives everything that would be made, deterministically
+//     from the file alone: one network namespace per host (<name>-<host>)
+//     with eth0, one veth per link (switch ends in the root namespace, named
+//     <name>-<switch#>p<port#>), locally administered MACs, in l3 mode the
+//     addresses (host subnets, /31s from fabric_pool on switch-switch links),
+//     the hosts' routes and each switch's static routes (ECMP over every
+//     neighbour on a shortest path) and neighbours, and one gswitchd config
+//     per switch. The per-switch and per-port gswitchd settings of the file are
+//     opaque YAML maps merged over each other and emitted with the keys the
+//     plan computes; this package does not interpret them.
+//   - Up makes the plan real (netlink for namespaces, links, addresses,
+//     routes and neighbours; ethtool for offloads), starts one gswitchd per
+//     switch and records what it made in <state>/<name>/state.json as it goes.
+//     It refuses to start when a namespace, interface or metrics port of the
+//     topology already exists, and removes what it made when a step fails.
+//     Down removes everything, from the state file and from the names the
+//     file implies (links carry an alias that marks them as the topology's),
+//     so it also works after a crash.
+//
+// Topology and Plan are plain values: safe to read from any goroutine, not
+// to modify concurrently. A Running belongs to the goroutine that called Up
+// (or Attach); Exec may be called from any goroutine.
+package topo

@@ -1,0 +1,132 @@
+package topo
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestShippedTopologies loads and plans every file in topologies/ and
+// checks what each is for. They use distinct names and metrics ports, so
+// all of them can be up at once.
+func TestShippedTopologies(t *testing.T) {
+	files, err := filepath.Glob("../topologies/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"bfc-line.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml"}
+	var got []string
+	for _, f := range files {
+		got = append(got, filepath.Base(f))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("topologies/ holds %v, want %v", got, want)
+	}
+	plans := map[string]*Plan{}
+	names := map[string]string{}
+	metrics := map[string]string{}
+	for _, f := range files {
+		tp, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.Mode != ModeL3 {
+			t.Errorf("%s: mode %s, want l3", f, tp.Mode)
+		}
+		p, err := tp.Plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, dup := names[tp.Name]; dup {
+			t.Errorf("%s and %s are both named %s", f, other, tp.Name)
+		}
+		names[tp.Name] = f
+		for _, s := range p.Switches {
+			if other, dup := metrics[s.Metrics]; dup {
+				t.Errorf("%s %s: metrics %s also used by %s", f, s.Name, s.Metrics, other)
+			}
+			metrics[s.Metrics] = f + " " + s.Name
+			gswitchdYAML(t, s)
+		}
+		plans[filepath.Base(f)] = p
+	}
+
+	t.Run("bfc-line", func(t *testing.T) {
+		p := plans["bfc-line.yaml"]
+		if len(p.Switches) != 3 || len(p.Hosts) != 5 {
+			t.Fatalf("%d switches, %d hosts; want 3 and 5", len(p.Switches), len(p.Hosts))
+		}
+		for host, sw := range map[string]string{"s1": "sw1", "s2": "sw1", "s3": "sw3", "r1": "sw2", "r2": "sw2"} {
+			if h := p.host(host); h.Switch != sw {
+				t.Errorf("%s is on %s, want %s", host, h.Switch, sw)
+			}
+		}
+		// sw1 -> sw2 is 10.255.0.0/31, sw3 -> sw2 10.255.0.2/31: the senders' switches reach the receivers over sw2.
+		checkRoutes(t, p, "sw1", map[string][]string{"10.1.2.0/24": {"10.255.0.1"}, "10.1.3.0/24": {"10.255.0.1"}})
+		checkRoutes(t, p, "sw3", map[string][]string{"10.1.2.0/24": {"10.255.0.3"}, "10.1.1.0/24": {"10.255.0.3"}})
+		checkRoutes(t, p, "sw2", map[string][]string{"10.1.1.0/24": {"10.255.0.0"}, "10.1.3.0/24": {"10.255.0.2"}})
+		if p.host("s1").CC != "cubic" {
+			t.Errorf("s1 cc %q", p.host("s1").CC)
+		}
+	})
+	t.Run("dumbbell", func(t *testing.T) {
+		p := plans["dumbbell.yaml"]
+		senders := 0
+		for _, h := range p.Hosts {
+			if h.Switch == "sw1" {
+				senders++
+			}
+		}
+		if senders != 16 || len(p.Hosts) != 18 || len(p.sw("sw1").Ports) != 17 || len(p.sw("sw2").Ports) != 3 {
+			t.Errorf("%d senders on sw1 of %d hosts; sw1 %d ports, sw2 %d", senders, len(p.Hosts), len(p.sw("sw1").Ports), len(p.sw("sw2").Ports))
+		}
+		checkRoutes(t, p, "sw1", map[string][]string{"10.1.2.0/24": {"10.255.0.1"}})
+		checkRoutes(t, p, "sw2", map[string][]string{"10.1.1.0/24": {"10.255.0.0"}})
+	})
+	t.Run("parking-lot", func(t *testing.T) {
+		p := plans["parking-lot.yaml"]
+		// link 1 = sw1-sw2 (10.255.0.0/31), link 2 = sw2-sw3 (10.255.0.2/31).
+		for host, sw := range map[string]string{"long_s": "sw1", "long_r": "sw3", "p1_s": "sw1", "p1_r": "sw2", "p2_s": "sw2", "p2_r": "sw3"} {
+			if h := p.host(host); h.Switch != sw {
+				t.Errorf("%s is on %s, want %s", host, h.Switch, sw)
+			}
+		}
+		// long_s -> long_r: sw1 -> sw2 -> sw3, both links.
+		checkRoutes(t, p, "sw1", map[string][]string{"10.1.3.0/24": {"10.255.0.1"}, "10.1.2.0/24": {"10.255.0.1"}})
+		checkRoutes(t, p, "sw2", map[string][]string{"10.1.3.0/24": {"10.255.0.3"}, "10.1.1.0/24": {"10.255.0.0"}})
+		checkRoutes(t, p, "sw3", map[string][]string{"10.1.1.0/24": {"10.255.0.2"}, "10.1.2.0/24": {"10.255.0.2"}})
+	})
+	t.Run("leaf-spine", func(t *testing.T) {
+		p := plans["leaf-spine.yaml"]
+		if len(p.Switches) != 6 || len(p.Hosts) != 8 {
+			t.Fatalf("%d switches, %d hosts; want 6 and 8", len(p.Switches), len(p.Hosts))
+		}
+		for _, s := range p.Switches {
+			wantVia, wantRoutes := 2, 3 // leaves: ECMP over both spines to the 3 other leaves
+			if s.Name == "spine1" || s.Name == "spine2" {
+				wantVia, wantRoutes = 1, 4
+			}
+			if len(s.Routes) != wantRoutes {
+				t.Errorf("%s: %d routes, want %d", s.Name, len(s.Routes), wantRoutes)
+			}
+			for _, r := range s.Routes {
+				if len(r.Via) != wantVia {
+					t.Errorf("%s: route %s via %v, want %d next hops", s.Name, r.Prefix, r.Via, wantVia)
+				}
+			}
+		}
+	})
+}
+
+func checkRoutes(t *testing.T, p *Plan, sw string, want map[string][]string) {
+	t.Helper()
+	s := p.sw(sw)
+	if len(s.Routes) != len(want) {
+		t.Errorf("%s: routes %v, want %v", sw, s.Routes, want)
+	}
+	for prefix, via := range want {
+		if r := s.route(prefix); r == nil || !slices.Equal(r.Via, addrs(via...)) {
+			t.Errorf("%s: route %s = %v, want via %v", sw, prefix, r, via)
+		}
+	}
+}
