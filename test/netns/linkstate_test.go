@@ -64,6 +64,7 @@ func TestInterfaceDeletedAndRecreated(t *testing.T) {
 	}
 	before := sw.Scrape()
 	fill0 := before[`gswitch_umem_frames{state="fill"}`]
+	mac := strings.TrimSpace(run(t, "ip", "netns", "exec", h3.NS, "cat", "/sys/class/net/eth0/address"))
 	run(t, "ip", "link", "del", h3.Port)
 	m := waitMetric(t, sw, "port p3 down", func(m map[string]float64) bool { return m[`gswitch_port_up{port="p3"}`] == 0 })
 	m = waitMetric(t, sw, "frames of p3 back", func(m map[string]float64) bool {
@@ -86,6 +87,7 @@ func TestInterfaceDeletedAndRecreated(t *testing.T) {
 	}
 	// The veth comes back with the same name.
 	run(t, "ip", "link", "add", h3.Port, "type", "veth", "peer", "name", "eth0", "netns", h3.NS)
+	run(t, "ip", "-n", h3.NS, "link", "set", "eth0", "address", mac) // the same host, so h1's ARP entry holds
 	run(t, "ip", "-n", h3.NS, "addr", "add", h3.IP+"/24", "dev", "eth0")
 	run(t, "ip", "-n", h3.NS, "link", "set", "eth0", "up")
 	run(t, "ip", "netns", "exec", h3.NS, "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off", "gro", "off")
