@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"reflect"
 	"sort"
@@ -48,12 +49,50 @@ type Config struct {
 	Alpha *float64 `yaml:"alpha"`
 	// MACTable configures L2 learning.
 	MACTable MACTable `yaml:"mac_table"`
+	// Routes are the static routes of an L3 switch: a prefix and its next
+	// hops (several: ECMP over them, by a symmetric flow hash).
+	Routes []Route `yaml:"routes"`
+	// Neighbors are static ARP/ND entries (next hops not listed are resolved by ARP).
+	Neighbors []Neighbor `yaml:"neighbors"`
 	// Metrics is the Prometheus listen address; "off" disables it.
 	Metrics string `yaml:"metrics"`
 
-	SpinDur     time.Duration `yaml:"-"`
-	BufferBytes uint64        `yaml:"-"`
-	AlphaValue  float64       `yaml:"-"`
+	SpinDur     time.Duration   `yaml:"-"`
+	RouteTable  []RouteEntry    `yaml:"-"`
+	NeighborTab []NeighborEntry `yaml:"-"`
+	BufferBytes uint64          `yaml:"-"`
+	AlphaValue  float64         `yaml:"-"`
+}
+
+// Route is a static route.
+type Route struct {
+	Prefix string   `yaml:"prefix"`
+	Via    []string `yaml:"via"`
+}
+
+// Neighbor is a static neighbor entry.
+type Neighbor struct {
+	IP  string `yaml:"ip"`
+	MAC string `yaml:"mac"`
+}
+
+// RouteEntry is a validated route with its next hops resolved to ports.
+type RouteEntry struct {
+	Prefix   netip.Prefix
+	NextHops []NextHop
+}
+
+// NextHop is a next hop and the port it is reached through.
+type NextHop struct {
+	IP   netip.Addr
+	Port int
+}
+
+// NeighborEntry is a validated static neighbor.
+type NeighborEntry struct {
+	IP   netip.Addr
+	MAC  net.HardwareAddr
+	Port int
 }
 
 // MACTable configures the learning table.
@@ -104,12 +143,21 @@ type Port struct {
 	MAC string `yaml:"mac"`
 	// RTT is the port's base round-trip time, for pfabric's default buffer of two BDPs (default 200us).
 	RTT string `yaml:"rtt"`
+	// Addr makes the port an L3 (routed) port: the switch's addresses on
+	// the port's subnets, e.g. [10.1.1.254/24]. It answers ARP (and ping)
+	// for them; frames arriving on the port are routed, not switched.
+	Addr StringList `yaml:"addr"`
+	// Delay is the one-way propagation delay of the link the port sends on,
+	// e.g. 50us: every frame is held after the shaper until it is due.
+	Delay string `yaml:"delay"`
 	// Mechanisms enables congestion-control mechanisms on the port, each with
 	// its own keys, e.g. {afq: {bytes_per_round: 1514}}; their hooks run in
 	// the order listed.
 	Mechanisms yaml.Node `yaml:"mechanisms"`
 
 	RTTDur           time.Duration    `yaml:"-"`
+	DelayDur         time.Duration    `yaml:"-"`
+	Addrs            []netip.Prefix   `yaml:"-"`
 	RoleValue        mech.Role        `yaml:"-"`
 	MACAddr          net.HardwareAddr `yaml:"-"`
 	Mechs            []Mechanism      `yaml:"-"`
@@ -409,6 +457,22 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s.mac: %q is not a unicast Ethernet address (write e.g. 02:00:00:00:01:01)", f, p.MAC)
 			}
 		}
+		if p.DelayDur, err = units.ParseDuration(p.Delay, 0); err != nil || p.DelayDur > time.Second {
+			if err == nil {
+				err = fmt.Errorf("%q is longer than 1s", p.Delay)
+			}
+			return fmt.Errorf("%s.delay: %w", f, err)
+		}
+		for j, a := range p.Addr {
+			pf, err := netip.ParsePrefix(a)
+			if err != nil || pf.Bits() == pf.Addr().BitLen() {
+				return fmt.Errorf("%s.addr[%d]: %q is not an address with its subnet (write e.g. 10.1.1.254/24)", f, j, a)
+			}
+			if pf.Addr() == pf.Masked().Addr() && pf.Bits() < pf.Addr().BitLen()-1 { // a /31 has no subnet address (RFC 3021)
+				return fmt.Errorf("%s.addr[%d]: %s is the subnet's own address, not one of its hosts", f, j, a)
+			}
+			p.Addrs = append(p.Addrs, pf)
+		}
 		info := mech.PortInfo{Name: p.Name, Role: p.RoleValue, RateBits: p.RateBits, Scheduler: p.Scheduler, Queues: nq}
 		if p.Mechs, err = decodeMechanisms(&p.Mechanisms, f+".mechanisms", info); err != nil {
 			return err
@@ -427,6 +491,114 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s.rx_queues: %d out of range (0 = all rx queues, up to 64)", f, p.RxQueues)
 		}
 	}
+	return c.validateL3()
+}
+
+// validateL3 checks the ports' addresses against each other and resolves
+// the routes' next hops and the static neighbors to ports.
+func (c *Config) validateL3() error {
+	type subnet struct {
+		pf   netip.Prefix
+		port int
+		j    int
+	}
+	var subnets []subnet
+	own := map[netip.Addr]string{}
+	for i, p := range c.Ports {
+		for j, a := range p.Addrs {
+			f := fmt.Sprintf("ports[%d].addr[%d]", i, j)
+			for _, o := range subnets {
+				if o.pf.Masked().Overlaps(a.Masked()) {
+					return fmt.Errorf("%s: %s overlaps ports[%d].addr[%d] %s (each L3 port is a subnet of its own)", f, a, o.port, o.j, o.pf)
+				}
+			}
+			own[a.Addr()] = f
+			subnets = append(subnets, subnet{a, i, j})
+		}
+	}
+	portOf := func(ip netip.Addr) (int, bool) {
+		for _, s := range subnets {
+			if s.pf.Contains(ip) {
+				return s.port, true
+			}
+		}
+		return 0, false
+	}
+	if len(c.Routes) > 0 && len(subnets) == 0 {
+		return errors.New("routes: routes need L3 ports (give the ports facing next hops an addr:)")
+	}
+	seen := map[netip.Prefix]int{}
+	for i, r := range c.Routes {
+		f := fmt.Sprintf("routes[%d]", i)
+		pf, err := netip.ParsePrefix(r.Prefix)
+		if err != nil {
+			return fmt.Errorf("%s.prefix: %q is not a prefix (write e.g. 10.1.2.0/24)", f, r.Prefix)
+		}
+		if pf != pf.Masked() {
+			return fmt.Errorf("%s.prefix: %s has host bits set (write %s)", f, pf, pf.Masked())
+		}
+		if j, dup := seen[pf]; dup {
+			return fmt.Errorf("%s.prefix: %s is already routes[%d]", f, pf, j)
+		}
+		seen[pf] = i
+		if len(r.Via) == 0 {
+			return fmt.Errorf("%s.via: no next hop (list the neighbours' addresses on connected subnets)", f)
+		}
+		e := RouteEntry{Prefix: pf}
+		for j, v := range r.Via {
+			ip, err := netip.ParseAddr(v)
+			if err != nil || ip.Is4() != pf.Addr().Is4() {
+				return fmt.Errorf("%s.via[%d]: %q is not an %s address", f, j, v, map[bool]string{true: "IPv4", false: "IPv6"}[pf.Addr().Is4()])
+			}
+			if w, mine := own[ip]; mine {
+				return fmt.Errorf("%s.via[%d]: %s is this switch's own address (%s)", f, j, ip, w)
+			}
+			port, ok := portOf(ip)
+			if !ok {
+				return fmt.Errorf("%s.via[%d]: %s is on no connected subnet (no port has an addr: covering it)", f, j, ip)
+			}
+			for _, nh := range e.NextHops {
+				if nh.IP == ip {
+					return fmt.Errorf("%s.via[%d]: %s listed twice", f, j, ip)
+				}
+			}
+			e.NextHops = append(e.NextHops, NextHop{IP: ip, Port: port})
+		}
+		c.RouteTable = append(c.RouteTable, e)
+	}
+	for i, n := range c.Neighbors {
+		f := fmt.Sprintf("neighbors[%d]", i)
+		ip, err := netip.ParseAddr(n.IP)
+		if err != nil {
+			return fmt.Errorf("%s.ip: %q is not an address", f, n.IP)
+		}
+		port, ok := portOf(ip)
+		if !ok {
+			return fmt.Errorf("%s.ip: %s is on no connected subnet", f, ip)
+		}
+		mac, err := net.ParseMAC(n.MAC)
+		if err != nil || len(mac) != 6 || mac[0]&1 != 0 {
+			return fmt.Errorf("%s.mac: %q is not a unicast Ethernet address", f, n.MAC)
+		}
+		c.NeighborTab = append(c.NeighborTab, NeighborEntry{IP: ip, MAC: mac, Port: port})
+	}
+	return nil
+}
+
+// StringList is a YAML list of strings that may also be written as one string.
+type StringList []string
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = StringList{n.Value}
+		return nil
+	}
+	var s []string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*l = s
 	return nil
 }
 

@@ -196,3 +196,54 @@ func TestShippedExamplesLoad(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+func TestL3Config(t *testing.T) {
+	c, err := Parse([]byte(`
+ports:
+  - {interface: a, addr: 10.1.1.254/24}
+  - {interface: b, addr: [10.255.0.0/31], delay: 50us, role: fabric}
+  - {interface: c, addr: [10.255.0.2/31]}
+routes:
+  - {prefix: 10.1.2.0/24, via: [10.255.0.1, 10.255.0.3]}
+neighbors:
+  - {ip: 10.255.0.1, mac: "02:00:00:00:00:01"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Ports[0].Addrs) != 1 || c.Ports[0].Addrs[0].String() != "10.1.1.254/24" || c.Ports[1].DelayDur.Microseconds() != 50 {
+		t.Fatalf("ports %+v", c.Ports)
+	}
+	r := c.RouteTable[0]
+	if r.Prefix.String() != "10.1.2.0/24" || len(r.NextHops) != 2 || r.NextHops[0].Port != 1 || r.NextHops[1].Port != 2 {
+		t.Fatalf("route %+v", r)
+	}
+	if n := c.NeighborTab[0]; n.Port != 1 || n.MAC.String() != "02:00:00:00:00:01" {
+		t.Fatalf("neighbor %+v", n)
+	}
+}
+
+func TestL3ErrorsNameTheField(t *testing.T) {
+	cases := map[string]string{
+		"ports: [{interface: a, addr: 10.1.1.254}]":                                                                                              "ports[0].addr[0]",
+		"ports: [{interface: a, addr: 10.1.1.0/24}]":                                                                                             "ports[0].addr[0]: 10.1.1.0/24 is the subnet's own address",
+		"ports: [{interface: a, addr: 10.1.1.1/24}, {interface: b, addr: 10.1.1.2/25}]":                                                          "ports[1].addr[0]: 10.1.1.2/25 overlaps ports[0].addr[0]",
+		"ports: [{interface: a}]\nroutes: [{prefix: 10.0.0.0/8, via: [10.1.1.1]}]":                                                               "routes: routes need L3 ports",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nroutes: [{prefix: 10.0.0.1/8, via: [10.1.1.1]}]":                                          "routes[0].prefix: 10.0.0.1/8 has host bits set (write 10.0.0.0/8)",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nroutes: [{prefix: 10.2.0.0/16, via: [10.9.9.9]}]":                                         "routes[0].via[0]: 10.9.9.9 is on no connected subnet",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nroutes: [{prefix: 10.2.0.0/16, via: [10.1.1.254]}]":                                       "routes[0].via[0]: 10.1.1.254 is this switch's own address",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nroutes: [{prefix: 10.2.0.0/16}]":                                                          "routes[0].via: no next hop",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nroutes: [{prefix: 10.2.0.0/16, via: [x]}]":                                                "routes[0].via[0]",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nroutes: [{prefix: 10.2.0.0/16, via: [10.1.1.1]}, {prefix: 10.2.0.0/16, via: [10.1.1.1]}]": "routes[1].prefix: 10.2.0.0/16 is already routes[0]",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nneighbors: [{ip: 10.3.0.1, mac: 02:00:00:00:00:01}]":                                      "neighbors[0].ip: 10.3.0.1 is on no connected subnet",
+		"ports: [{interface: a, addr: 10.1.1.254/24}]\nneighbors: [{ip: 10.1.1.1, mac: ff:ff:ff:ff:ff:ff}]":                                      "neighbors[0].mac",
+		"ports: [{interface: a, delay: 2s}]":                                                                                                     "ports[0].delay",
+		"ports: [{interface: a, delay: soon}]":                                                                                                   "ports[0].delay",
+	}
+	for in, want := range cases {
+		_, err := Parse([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to contain %q", in, err, want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"sync/atomic"
+
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
@@ -167,7 +169,19 @@ func (w *worker) serve(p *Port, now int64) bool {
 		return work
 	}
 	p.flushed = false
-	room := min(p.txLink.TxFree(), BatchSize)
+	txRoom := min(p.txLink.TxFree(), BatchSize)
+	n := 0
+	var bytes uint64
+	// Frames on the wire (the link's delay) that are due leave first.
+	for dl := p.dline; dl != nil && n < txRoom && dl.n > 0 && dl.head().due <= now; n++ {
+		d := dl.pop()
+		p.txDescs[n] = afxdp.Desc{Addr: d.addr, Len: d.len}
+		bytes += uint64(d.len)
+	}
+	room := txRoom - n
+	if p.dline != nil {
+		room = min(BatchSize, p.dline.free())
+	}
 	nl, nd := 0, 0
 	for nl+nd < room && p.shaper.Ready(now) {
 		var pk *pkt.Packet
@@ -209,10 +223,15 @@ func (w *worker) serve(p *Port, now int64) bool {
 			}
 		}
 	}
-	n := 0
-	var bytes uint64
+	// What left the lanes and the scheduler goes to the tx ring, or onto the
+	// wire to arrive after the link's delay.
+	due := now + p.delayNs
 	for i := 0; i < nl; i++ {
 		pk := &w.laneOut[i]
+		if p.dline != nil {
+			p.dline.push(pk.Addr, pk.Len, due)
+			continue
+		}
 		p.txDescs[n] = afxdp.Desc{Addr: pk.Addr, Len: pk.Len}
 		bytes += uint64(pk.Len)
 		n++
@@ -227,9 +246,19 @@ func (w *worker) serve(p *Port, now int64) bool {
 			}
 			continue
 		}
+		if p.dline != nil {
+			p.dline.push(pk.Addr, pk.Len, due)
+			continue
+		}
 		p.txDescs[n] = afxdp.Desc{Addr: pk.Addr, Len: pk.Len}
 		bytes += uint64(pk.Len)
 		n++
+	}
+	if p.dline != nil {
+		p.dline.publish()
+		if nl+nd > 0 {
+			work = true
+		}
 	}
 	if n > 0 {
 		p.txLink.Transmit(p.txDescs[:n]) // takes all n: room was checked
@@ -239,7 +268,7 @@ func (w *worker) serve(p *Port, now int64) bool {
 		c.txBytes.Add(bytes)
 		work = true
 	}
-	if nl+nd > 0 || p.txOutstanding.Load() > 0 {
+	if n > 0 || p.txOutstanding.Load() > 0 {
 		p.txLink.Kick()
 	}
 	p.sched.Publish()
@@ -265,6 +294,14 @@ func (w *worker) flush(p *Port, now int64) {
 			w.drop(p, &w.pk, pkt.ReasonPortDown)
 		}
 	}
+	if dl := p.dline; dl != nil {
+		for dl.n > 0 {
+			d := dl.pop()
+			w.ctr[p.Index].drops[pkt.ReasonPortDown].Add(1)
+			w.release(d.addr)
+		}
+		dl.publish()
+	}
 	// Resume every queue so the scheduler gives up what a pause holds
 	// back, then restore the pauses (they belong to whoever sent them).
 	var paused uint64
@@ -283,4 +320,41 @@ func (w *worker) flush(p *Port, now int64) {
 			p.sched.Pause(q)
 		}
 	}
+}
+
+// delayLine is the wire of a port with a propagation delay: frames the
+// shaper has released wait here until they are due, in order (egress
+// worker only; the count is published for Switch.Frames).
+type delayLine struct {
+	buf    []delayed
+	mask   uint32
+	hd, tl uint32
+	n      int
+	pub    atomic.Int64
+}
+
+type delayed struct {
+	addr uint64
+	len  uint32
+	due  int64
+}
+
+func newDelayLine(size int) *delayLine {
+	n := nextPow2(size)
+	return &delayLine{buf: make([]delayed, n), mask: uint32(n - 1)}
+}
+
+func (d *delayLine) free() int      { return len(d.buf) - d.n }
+func (d *delayLine) head() *delayed { return &d.buf[d.hd&d.mask] }
+func (d *delayLine) publish()       { d.pub.Store(int64(d.n)) }
+func (d *delayLine) push(addr uint64, l uint32, due int64) {
+	d.buf[d.tl&d.mask] = delayed{addr, l, due}
+	d.tl++
+	d.n++
+}
+func (d *delayLine) pop() delayed {
+	x := d.buf[d.hd&d.mask]
+	d.hd++
+	d.n--
+	return x
 }

@@ -54,7 +54,11 @@ func (w *worker) ingress(in int, n int, now int64) {
 	b := &w.batch
 	b.Pkts, b.Now = w.pkts[:k], now
 	w.control(in, b)
-	w.forwardL2(in, b)
+	if s.ports[in].L3() {
+		w.forwardL3(in, b)
+	} else {
+		w.forwardL2(in, b)
+	}
 	for _, h := range s.ports[in].ingressH {
 		h.Ingress(in, b)
 	}
@@ -194,7 +198,7 @@ func (w *worker) floodPacket(p *pkt.Packet) {
 	s := w.s
 	k := 0
 	for i := range s.ports {
-		if i != int(p.InPort) && !s.ports[i].down.Load() {
+		if i != int(p.InPort) && !s.ports[i].down.Load() && !s.ports[i].L3() { // the L2 ports are one bridge domain
 			w.flood[k] = uint16(i)
 			k++
 		}

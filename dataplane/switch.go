@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"sort"
 	"sync"
@@ -52,7 +53,9 @@ type PortConfig struct {
 	QueueBytes  uint64           // static per-queue limit (0 = BufferBytes)
 	Quantum     int              // DRR/SFQ quantum (0 = 1514)
 	Classify    sched.Classifier
-	Mechanisms  []MechConfig // mechanisms enabled on the port, in the order their hooks run
+	Mechanisms  []MechConfig   // mechanisms enabled on the port, in the order their hooks run
+	DelayNs     int64          // one-way propagation delay of the port's link: frames are held after the shaper (0 = none)
+	Addrs       []netip.Prefix // the switch's addresses on the port: an L3 (routed) port; none = an L2 port
 }
 
 // MechConfig enables a registered mechanism on a port with its config (the
@@ -79,6 +82,7 @@ type Config struct {
 	Alpha        float64       // dynamic threshold: a queue may take Alpha x the free buffer; 0 = off (gswitchd's config defaults to 1)
 	QueueFrames  float64       // fraction of each worker's UMEM frames the queues may hold (0 = 0.5)
 	Clock        Clock         // nil = monotonic time
+	L3           L3            // routes and neighbours of the L3 ports
 }
 
 // Port is one switch port: its sockets (one per rx queue) and its egress.
@@ -117,6 +121,8 @@ type Port struct {
 	lost          atomic.Int64           // frames the kernel kept when the interface went away
 	flushed       bool                   // egress owner: the queues were flushed since it went down
 	txOutstanding atomic.Int64           // frames on the tx ring not yet completed
+	delayNs       int64                  // the link\'s delay
+	dline         *delayLine             // frames on the wire (nil when delayNs is 0)
 	txDescs       []afxdp.Desc
 }
 
@@ -159,6 +165,9 @@ func (p *Port) Lost() int64 { return p.lost.Load() }
 
 // Down reports whether the port is down (any goroutine).
 func (p *Port) Down() bool { return p.down.Load() }
+
+// L3 reports whether the port routes (has addresses) rather than switches.
+func (p *Port) L3() bool { return len(p.addrs) > 0 }
 
 // Mechanisms lists the mechanisms enabled on the port.
 func (p *Port) Mechanisms() []string { return p.mechs }
@@ -285,6 +294,18 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		if p.shaper, err = shaper.New(pc.RateBits, pc.BurstBytes, now); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 		}
+		p.addrs = pc.Addrs
+		if pc.DelayNs < 0 || pc.DelayNs > 1e9 {
+			return nil, fmt.Errorf("port %q: delay %d ns out of range [0, 1 s]", pc.Name, pc.DelayNs)
+		}
+		if p.delayNs = pc.DelayNs; p.delayNs > 0 {
+			// Room for the delay at the line rate in minimum frames (10 Gbit/s if unlimited), bounded.
+			rate := int64(pc.RateBits)
+			if rate == 0 {
+				rate = 10e9
+			}
+			p.dline = newDelayLine(int(min(p.delayNs*(rate/8)/84/1e9+4*BatchSize, 1<<16)))
+		}
 		s.ports = append(s.ports, p)
 	}
 	for w := 0; w < cfg.Workers; w++ {
@@ -320,6 +341,10 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 				}
 			}
 		}
+	}
+	if err := s.buildRouter(cfg.Ports, cfg.L3); err != nil {
+		s.closeWorkers()
+		return nil, err
 	}
 	if err := s.buildMechanisms(cfg.Ports); err != nil {
 		s.closeWorkers()
@@ -586,6 +611,9 @@ func (s *Switch) Start() {
 			defer s.wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
+			// Wake from ppoll when asked, not up to 50 us later (the kernel's
+			// default timer slack): link delays and shaped frames are timed by it.
+			unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 			w.run()
 		}(w)
 	}
@@ -624,6 +652,7 @@ type FrameCounts struct {
 	Handoff   uint64 // on a ring between workers, as packets
 	Queued    uint64 // in an egress scheduler or lane
 	Tx        uint64 // on a tx ring, not yet completed
+	Delayed   uint64 // on the wire of a port with a delay, not yet due
 	Returning uint64 // on the way back to the worker that owns them
 }
 
@@ -633,7 +662,7 @@ func (c FrameCounts) InPool() uint64 { return c.Free + c.Fill }
 // Sum adds up every state; it equals Total when no frame is lost (exactly
 // so while the switch is quiescent).
 func (c FrameCounts) Sum() uint64 {
-	return c.Free + c.Fill + c.Handoff + c.Queued + c.Tx + c.Returning
+	return c.Free + c.Fill + c.Handoff + c.Queued + c.Tx + c.Delayed + c.Returning
 }
 
 // Frames counts frames by state. It may be called from any goroutine;
@@ -673,6 +702,9 @@ func (s *Switch) Frames() FrameCounts {
 			}
 		}
 		c.Tx += uint64(p.txOutstanding.Load())
+		if p.dline != nil {
+			c.Delayed += uint64(p.dline.pub.Load())
+		}
 	}
 	return c
 }

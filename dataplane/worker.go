@@ -393,6 +393,9 @@ func (w *worker) sleep(now int64) {
 			}
 			timeout = min(timeout, wait)
 		}
+		if dl := p.dline; dl != nil && dl.n > 0 {
+			timeout = min(timeout, max(dl.head().due-now, 1))
+		}
 		if p.txOutstanding.Load() > 0 && !p.down.Load() {
 			timeout = min(timeout, 200e3) // completions to reap (a down port's tx ring does not move)
 		}

@@ -27,6 +27,11 @@ const (
 	ReasonPortDown             // the egress port is down
 	ReasonLaneFull             // the control or credit lane of the egress port was full
 	ReasonNoHeadroom           // an egress stage could not grow the frame
+	ReasonNotRouted            // on an L3 port: not addressed to the port's MAC, multicast, VLAN-tagged, or not IP
+	ReasonLocal                // addressed to the switch itself, and not a ping it answers
+	ReasonTTL                  // the TTL or hop limit expired
+	ReasonNoRoute              // no route to the destination
+	ReasonNoNeighbor           // the next hop's MAC is not known yet (an ARP request went out)
 	numBuiltin
 )
 
@@ -35,7 +40,7 @@ const MaxReasons = 64
 
 var reasonNames = []string{"none", "malformed", "buffer_full", "frame_limit", "port_limit", "queue_limit", "evicted",
 	"round_overflow", "handoff_full", "no_frames", "same_port", "bad_descriptor", "forged", "unclaimed_control",
-	"link_local", "port_down", "lane_full", "no_headroom"}
+	"link_local", "port_down", "lane_full", "no_headroom", "not_routed", "local", "ttl_expired", "no_route", "no_neighbor"}
 
 func init() {
 	if len(reasonNames) != int(numBuiltin) {

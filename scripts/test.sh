@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# test.sh — every test of gswitch: vet, unit tests (with the race detector
-# where goroutines share state), a short fuzz run of the parser, and the
-# namespace integration tests with real gswitchd processes (root; they skip
-# with the reason otherwise). About 2 minutes on a 2-core machine.
+# test.sh — every test of gswitch: vet, unit tests with the race detector,
+# short runs of every fuzz target (parsers, codecs, schedulers, route
+# lookup), and the namespace integration tests with real gswitchd processes
+# (root; they skip with the reason otherwise). About 10 minutes on a 2-core
+# machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
-[ "$(id -u)" = 0 ] || echo "test.sh: not root: the namespace tests in test/netns will skip" >&2
+[ "$(id -u)" = 0 ] || echo "test.sh: not root: the namespace tests in test/netns and the root tests of bpf, afxdp, topo and wire will skip" >&2
+FUZZTIME=${FUZZTIME:-10s}
 set -x
 go vet ./...
-go test -count=1 -race ./dataplane/... ./queues/... ./sched/... ./config/...
-go test -count=1 -run '^$' -fuzz FuzzParse -fuzztime 10s ./dataplane/pkt
-go test -count=1 -run '^$' -fuzz FuzzSchedulersAgainstReference -fuzztime 10s ./sched
-go test -count=1 -run '^$' -fuzz FuzzHeader -fuzztime 5s ./perf/proto
-go test -count=1 $(go list ./... | grep -v /test/netns)
+# Unit tests, with the race detector, of everything but the namespace tests.
+go test -count=1 -race $(go list ./... | grep -v /test/netns)
+# Every fuzz target for a short while: the parsers of what arrives on the wire, the codecs, the schedulers.
+fuzz() { go test -count=1 -run '^$' -fuzz "^$1\$" -fuzztime "$FUZZTIME" "$2"; }
+fuzz FuzzParse ./pkt
+fuzz FuzzSchedulersAgainstReference ./sched
+fuzz FuzzHeader ./perf/proto
+for f in FuzzGCHeader FuzzBFC FuzzBTS FuzzCredit FuzzTag; do fuzz $f ./wire; done
+for f in FuzzParseLinkXDP FuzzParseReply; do fuzz $f ./bpf; done
+for d in $(go list ./... | grep -v /test/netns); do
+	# Fuzz targets added to other packages are run too.
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' $(go list -f '{{range .TestGoFiles}}{{$.Dir}}/{{.}} {{end}}' "$d") 2>/dev/null | sed 's/^func //'); do
+		case "$d:$f" in
+		*/pkt:FuzzParse | */sched:FuzzSchedulersAgainstReference | */perf/proto:FuzzHeader | */wire:* | */bpf:*) ;;
+		*) fuzz "$f" "$d" ;;
+		esac
+	done
+done
 # The namespace tests print what they measured (-v); they run one at a time.
-go test -count=1 -v ./test/netns/
+go test -count=1 -timeout 40m -v ./test/netns/

@@ -27,6 +27,7 @@ import (
 	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
+	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/dataplane/metrics"
 	"github.com/gswitch/gswitch/internal/linkwatch"
 	_ "github.com/gswitch/gswitch/mech/all"
@@ -145,6 +146,16 @@ func run(cfg *config.Config) error {
 		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHoldDur,
 		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue,
 	}
+	for _, r := range cfg.RouteTable {
+		lr := l3.Route{Prefix: r.Prefix}
+		for _, nh := range r.NextHops {
+			lr.NextHops = append(lr.NextHops, l3.NextHop{IP: nh.IP, Port: uint16(nh.Port)})
+		}
+		dcfg.L3.Routes = append(dcfg.L3.Routes, lr)
+	}
+	for _, n := range cfg.NeighborTab {
+		dcfg.L3.Neighbors = append(dcfg.L3.Neighbors, dataplane.L3Neighbor{IP: n.IP, MAC: [6]byte(n.MAC), Port: n.Port})
+	}
 	var links [][]dataplane.Link
 	var info []metrics.PortInfo
 	for i, pc := range cfg.Ports {
@@ -185,7 +196,7 @@ func run(cfg *config.Config) error {
 		dcfg.Ports = append(dcfg.Ports, dataplane.PortConfig{
 			Name: pc.Name, Role: pc.RoleValue, MAC: mac, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes,
 			Scheduler: pc.Scheduler, Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
-			Mechanisms: mechs,
+			Mechanisms: mechs, DelayNs: int64(pc.DelayDur), Addrs: pc.Addrs,
 		})
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)

@@ -157,7 +157,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range []struct {
 		n string
 		v uint64
-	}{{"free", f.Free}, {"fill", f.Fill}, {"handoff", f.Handoff}, {"queued", f.Queued}, {"tx", f.Tx}, {"returning", f.Returning}} {
+	}{{"free", f.Free}, {"fill", f.Fill}, {"handoff", f.Handoff}, {"queued", f.Queued}, {"tx", f.Tx}, {"delayed", f.Delayed}, {"returning", f.Returning}} {
 		gauge(dFrames, float64(s.v), s.n)
 	}
 	gauge(dFramesTot, float64(f.Total))
@@ -188,4 +188,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // KindName names a gswitch control message type for the kind label
 // (bfc_pause, sfc_bts, xp_credit, ...).
-func KindName(t uint8) string { return strings.ToLower(wire.Type(t).Name()) }
+func KindName(t uint8) string {
+	if t == 0 {
+		return "arp" // ARP requests the L3 stage sends for next hops
+	}
+	return strings.ToLower(wire.Type(t).Name())
+}

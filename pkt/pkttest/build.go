@@ -112,3 +112,37 @@ func Checksum(b []byte) uint16 {
 	}
 	return ^uint16(s)
 }
+
+// ARPReply returns an ARP reply from (src, sip) to (dst, dip).
+func ARPReply(dst, src [6]byte, sip, dip [4]byte) []byte {
+	f := Eth(dst, src, 0x0806, 0, 0)
+	b := []byte{0, 1, 8, 0, 6, 4, 0, 2}
+	b = append(b, src[:]...)
+	b = append(b, sip[:]...)
+	b = append(b, dst[:]...)
+	b = append(b, dip[:]...)
+	return append(f, b...)
+}
+
+// Ping returns an ICMP echo request frame of id and seq with n payload bytes.
+func Ping(dst, src [6]byte, sip, dip [4]byte, id, seq uint16, n int) []byte {
+	icmp := make([]byte, 8+n)
+	icmp[0] = 8
+	binary.BigEndian.PutUint16(icmp[4:], id)
+	binary.BigEndian.PutUint16(icmp[6:], seq)
+	for i := range n {
+		icmp[8+i] = byte(i)
+	}
+	binary.BigEndian.PutUint16(icmp[2:], Checksum(icmp))
+	f := Eth(dst, src, 0x0800, 0, 0)
+	f = append(f, IPv4(sip, dip, 1, 0, len(icmp))...)
+	return append(f, icmp...)
+}
+
+// WithTTL sets the TTL of the IPv4 frame f (header at 14) and fixes its checksum.
+func WithTTL(f []byte, ttl uint8) []byte {
+	f[14+8] = ttl
+	f[14+10], f[14+11] = 0, 0
+	binary.BigEndian.PutUint16(f[14+10:], Checksum(f[14:34]))
+	return f
+}

@@ -1,0 +1,338 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/gswitch/gswitch/dataplane/l3"
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/pkt"
+)
+
+// L3 configures the switch's routing: static routes over its L3 ports'
+// connected subnets, and static neighbours.
+type L3 struct {
+	Routes    []l3.Route    // static routes; each next hop names its port
+	Neighbors []L3Neighbor  // static ARP/ND entries
+	ARPTTL    int64         // how long a neighbour learnt by ARP is kept (0 = 60 s)
+	ARPRetry  int64         // at most one ARP request per unresolved next hop per this long (0 = 100 ms)
+}
+
+// L3Neighbor is a static neighbour.
+type L3Neighbor struct {
+	IP   netip.Addr
+	MAC  [6]byte
+	Port int
+}
+
+// router is the switch's L3 state: the routes (connected subnets and
+// static routes, read-only once built) and the neighbour cache (lock-free,
+// written by ARP on any receiving worker).
+type router struct {
+	routes *l3.Table
+	nbrs   *l3.Neighbors
+	own4   map[uint32]int // the switch's IPv4 addresses -> port
+	retry  int64
+}
+
+const arpKind = 0 // emission counter kind of ARP requests (GC types start at 1)
+
+func (s *Switch) buildRouter(pcs []PortConfig, c L3) error {
+	var routes []l3.Route
+	r := &router{own4: map[uint32]int{}, retry: c.ARPRetry}
+	if r.retry == 0 {
+		r.retry = 100e6
+	}
+	for i, pc := range pcs {
+		for _, a := range pc.Addrs {
+			routes = append(routes, l3.Route{Prefix: a.Masked(), NextHops: []l3.NextHop{{Port: uint16(i)}}})
+			if a.Addr().Is4() {
+				r.own4[be32(a.Addr().As4())] = i
+			}
+		}
+	}
+	if len(routes) == 0 && len(c.Routes) == 0 {
+		return nil // an L2 switch
+	}
+	routes = append(routes, c.Routes...)
+	var err error
+	if r.routes, err = l3.NewTable(routes); err != nil {
+		return err
+	}
+	ttl := c.ARPTTL
+	if ttl == 0 {
+		ttl = 60e9
+	}
+	if r.nbrs, err = l3.NewNeighbors(4096, ttl); err != nil {
+		return err
+	}
+	for _, n := range c.Neighbors {
+		if err := r.nbrs.Static(n.IP, n.MAC, uint16(n.Port)); err != nil {
+			return err
+		}
+	}
+	s.router = r
+	return nil
+}
+
+func be32(b [4]byte) uint32 { return binary.BigEndian.Uint32(b[:]) }
+
+// Router exposes the L3 tables (routes, neighbours) for metrics and tools;
+// nil on an L2 switch.
+func (s *Switch) Routes() *l3.Table {
+	if s.router == nil {
+		return nil
+	}
+	return s.router.routes
+}
+
+// Neighbors is the neighbour cache; nil on an L2 switch.
+func (s *Switch) Neighbors() *l3.Neighbors {
+	if s.router == nil {
+		return nil
+	}
+	return s.router.nbrs
+}
+
+// forwardL3 is the forwarding stage of an L3 port: frames addressed to the
+// port's MAC are routed (longest prefix match over the connected subnets
+// and static routes, ECMP by a symmetric flow hash, TTL or hop limit
+// decremented with the IPv4 checksum updated incrementally, MACs rewritten
+// for the next hop); ARP for the switch's addresses is answered, ARP from
+// neighbours is learnt, and pings to the switch's addresses are answered.
+// Nothing is flooded or learnt by MAC.
+func (w *worker) forwardL3(in int, b *mech.Batch) {
+	s := w.s
+	r := s.router
+	port := s.ports[in]
+	for i := range b.Pkts {
+		p := &b.Pkts[i]
+		if p.Verdict != pkt.Forward {
+			continue
+		}
+		frame := b.Frame(p)
+		switch {
+		case p.EthType == pkt.EtherTypeARP:
+			w.arp(in, p, frame)
+			continue
+		case p.Flags&pkt.FlagMulticast != 0, pkt.DstMAC(frame) != mac48(port.MAC), p.Flags&pkt.FlagTagged != 0:
+			p.DropWith(pkt.ReasonNotRouted) // not for us, or not routable here (multicast, VLAN-tagged)
+			continue
+		case p.Flags&pkt.FlagIPv4 != 0:
+			w.route4(in, p, frame, b.Now)
+		case p.Flags&pkt.FlagIPv6 != 0:
+			w.route6(in, p, frame, b.Now)
+		default:
+			p.DropWith(pkt.ReasonNotRouted)
+		}
+	}
+	_ = r
+}
+
+func mac48(m []byte) uint64 {
+	if len(m) != 6 {
+		return 0
+	}
+	return pkt.DstMAC(m[:6:6])
+}
+
+// route4 routes an IPv4 packet.
+func (w *worker) route4(in int, p *pkt.Packet, frame []byte, now int64) {
+	r := w.s.router
+	h := frame[p.L3Off:]
+	dst := binary.BigEndian.Uint32(h[16:])
+	if _, mine := r.own4[dst]; mine {
+		if !w.echoReply4(in, p, frame) {
+			p.DropWith(pkt.ReasonLocal)
+		}
+		return
+	}
+	if h[8] <= 1 {
+		p.DropWith(pkt.ReasonTTL)
+		return
+	}
+	nhs, ok := r.routes.Lookup4(dst)
+	if !ok {
+		p.DropWith(pkt.ReasonNoRoute)
+		return
+	}
+	src := binary.BigEndian.Uint32(h[12:])
+	var sport, dport uint16
+	if p.L4Off != 0 {
+		sport, dport = binary.BigEndian.Uint16(frame[p.L4Off:]), binary.BigEndian.Uint16(frame[p.L4Off+2:])
+	}
+	nh := l3.Pick(nhs, l3.SymHash4(src, dst, sport, dport, p.Proto))
+	target := dst
+	if nh.IP.IsValid() {
+		target = be32(nh.IP.As4())
+	}
+	mac, nport, ok := r.nbrs.Lookup4(target, now)
+	if !ok || nport != nh.Port {
+		if r.nbrs.ShouldRequest4(target, now, r.retry) {
+			w.arpRequest(int(nh.Port), target)
+		}
+		p.DropWith(pkt.ReasonNoNeighbor)
+		return
+	}
+	// TTL - 1, checksum updated (RFC 1624): the word holding TTL and protocol changes by 0x0100.
+	old := binary.BigEndian.Uint16(h[8:])
+	h[8]--
+	sum := uint32(^binary.BigEndian.Uint16(h[10:])) + uint32(^old) + uint32(binary.BigEndian.Uint16(h[8:]))
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(h[10:], ^uint16(sum))
+	copy(frame[0:6], mac[:])
+	copy(frame[6:12], w.s.ports[nh.Port].MAC)
+	p.OutPort = nh.Port
+}
+
+// route6 routes an IPv6 packet (static neighbours only: no ND).
+func (w *worker) route6(in int, p *pkt.Packet, frame []byte, now int64) {
+	r := w.s.router
+	h := frame[p.L3Off:]
+	if h[7] <= 1 {
+		p.DropWith(pkt.ReasonTTL)
+		return
+	}
+	var dst, src [16]byte
+	copy(dst[:], h[24:40])
+	copy(src[:], h[8:24])
+	nhs, ok := r.routes.Lookup6(&dst)
+	if !ok {
+		p.DropWith(pkt.ReasonNoRoute)
+		return
+	}
+	var sport, dport uint16
+	if p.L4Off != 0 {
+		sport, dport = binary.BigEndian.Uint16(frame[p.L4Off:]), binary.BigEndian.Uint16(frame[p.L4Off+2:])
+	}
+	nh := l3.Pick(nhs, l3.SymHash6(&src, &dst, sport, dport, p.Proto))
+	target := dst
+	if nh.IP.IsValid() {
+		target = nh.IP.As16()
+	}
+	mac, nport, ok := r.nbrs.Lookup6(&target, now)
+	if !ok || nport != nh.Port {
+		p.DropWith(pkt.ReasonNoNeighbor)
+		return
+	}
+	h[7]--
+	copy(frame[0:6], mac[:])
+	copy(frame[6:12], w.s.ports[nh.Port].MAC)
+	p.OutPort = nh.Port
+}
+
+// arp learns the sender of an ARP packet received on an L3 port (if it is
+// on one of the port's subnets) and answers a request for one of the
+// port's addresses in place, back out of the port on its control lane.
+func (w *worker) arp(in int, p *pkt.Packet, frame []byte) {
+	s := w.s
+	a := frame[p.L3Off:]
+	if binary.BigEndian.Uint16(a[0:]) != 1 || binary.BigEndian.Uint16(a[2:]) != pkt.EtherTypeIPv4 || a[4] != 6 || a[5] != 4 {
+		p.DropWith(pkt.ReasonNotRouted)
+		return
+	}
+	op := binary.BigEndian.Uint16(a[6:])
+	spa, tpa := binary.BigEndian.Uint32(a[14:]), binary.BigEndian.Uint32(a[24:])
+	port := s.ports[in]
+	onLink := false
+	for _, pf := range port.addrs {
+		if pf.Addr().Is4() && pf.Contains(netip.AddrFrom4([4]byte(a[14:18]))) {
+			onLink = true
+		}
+	}
+	if onLink && spa != 0 {
+		s.router.nbrs.Learn4(spa, [6]byte(a[8:14]), uint16(in), p.TS)
+	}
+	owner, mine := s.router.own4[tpa]
+	if op != 1 || !mine || owner != in {
+		p.Verdict = pkt.Consume
+		return
+	}
+	// The request becomes the reply.
+	var sha [6]byte
+	copy(sha[:], a[8:14])
+	binary.BigEndian.PutUint16(a[6:], 2)
+	copy(a[18:24], sha[:])
+	binary.BigEndian.PutUint32(a[24:], spa)
+	copy(a[8:14], port.MAC)
+	binary.BigEndian.PutUint32(a[14:], tpa)
+	copy(frame[0:6], sha[:])
+	copy(frame[6:12], port.MAC)
+	p.OutPort, p.Lane = uint16(in), pkt.LaneControl
+}
+
+// arpRequest asks, on port, for the MAC of ip (a next hop not yet known).
+func (w *worker) arpRequest(port int, ip uint32) {
+	pt := w.s.ports[port]
+	var src uint32
+	for _, pf := range pt.addrs {
+		if pf.Addr().Is4() && pf.Contains(netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)})) {
+			src = be32(pf.Addr().As4())
+		}
+	}
+	if src == 0 {
+		return
+	}
+	buf := w.em.Frame(port, arpKind)
+	if buf == nil {
+		return
+	}
+	for i := 0; i < 6; i++ {
+		buf[i] = 0xff
+	}
+	copy(buf[6:12], pt.MAC)
+	binary.BigEndian.PutUint16(buf[12:], pkt.EtherTypeARP)
+	a := buf[14:]
+	binary.BigEndian.PutUint16(a[0:], 1)
+	binary.BigEndian.PutUint16(a[2:], pkt.EtherTypeIPv4)
+	a[4], a[5] = 6, 4
+	binary.BigEndian.PutUint16(a[6:], 1)
+	copy(a[8:14], pt.MAC)
+	binary.BigEndian.PutUint32(a[14:], src)
+	clear(a[18:24])
+	binary.BigEndian.PutUint32(a[24:], ip)
+	clear(buf[42:60])
+	w.em.Send(60, pkt.LaneControl)
+}
+
+// echoReply4 answers an ICMP echo request to one of the switch's addresses
+// in place, back out of the port it came in on. It reports false for
+// anything else addressed to the switch.
+func (w *worker) echoReply4(in int, p *pkt.Packet, frame []byte) bool {
+	h := frame[p.L3Off:]
+	ihl := int(h[0]&0x0f) * 4
+	if p.Proto != 1 || p.Flags&pkt.FlagFragment != 0 || len(h) < ihl+8 || h[ihl] != 8 || h[ihl+1] != 0 {
+		return false
+	}
+	icmp := h[ihl:]
+	icmp[0] = 0 // echo reply; the checksum word changes by 0x0800
+	sum := uint32(binary.BigEndian.Uint16(icmp[2:])) + 0x0800
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(icmp[2:], uint16(sum))
+	var a [4]byte
+	copy(a[:], h[12:16])
+	copy(h[12:16], h[16:20])
+	copy(h[16:20], a[:])
+	h[8] = 64
+	binary.BigEndian.PutUint16(h[10:], 0)
+	binary.BigEndian.PutUint16(h[10:], ipChecksum(h[:ihl]))
+	copy(frame[0:6], frame[6:12])
+	copy(frame[6:12], w.s.ports[in].MAC)
+	p.OutPort, p.Lane = uint16(in), pkt.LaneControl
+	return true
+}
+
+func ipChecksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
