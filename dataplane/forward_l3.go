@@ -12,10 +12,10 @@ import (
 // L3 configures the switch's routing: static routes over its L3 ports'
 // connected subnets, and static neighbours.
 type L3 struct {
-	Routes    []l3.Route    // static routes; each next hop names its port
-	Neighbors []L3Neighbor  // static ARP/ND entries
-	ARPTTL    int64         // how long a neighbour learnt by ARP is kept (0 = 60 s)
-	ARPRetry  int64         // at most one ARP request per unresolved next hop per this long (0 = 100 ms)
+	Routes    []l3.Route   // static routes; each next hop names its port
+	Neighbors []L3Neighbor // static ARP/ND entries
+	ARPTTL    int64        // how long a neighbour learnt by ARP is kept (0 = 60 s)
+	ARPRetry  int64        // at most one ARP request per unresolved next hop per this long (0 = 100 ms)
 }
 
 // L3Neighbor is a static neighbour.

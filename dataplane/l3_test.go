@@ -72,6 +72,7 @@ func TestRouting(t *testing.T) {
 	}
 	// B answers; now A's packets go through.
 	l[1].Inject(pkttest.ARPReply(mac6(macPort(1)), pkttest.MAC(2), hostB, gwB))
+	settle(s)
 	l[0].Inject(data)
 	settle(s)
 	if len(l[1].Sent) != 2 {

@@ -121,7 +121,8 @@ type Port struct {
 	lost          atomic.Int64           // frames the kernel kept when the interface went away
 	flushed       bool                   // egress owner: the queues were flushed since it went down
 	txOutstanding atomic.Int64           // frames on the tx ring not yet completed
-	delayNs       int64                  // the link\'s delay
+	delayNs       int64                  // the link's delay
+	addrs         []netip.Prefix         // the switch's addresses on an L3 port (none: an L2 port)
 	dline         *delayLine             // frames on the wire (nil when delayNs is 0)
 	txDescs       []afxdp.Desc
 }
@@ -185,6 +186,7 @@ type Switch struct {
 	buffer       *queues.Buffer
 	clock        Clock
 	mechs        []mechInstance
+	router       *router               // nil on an L2 switch
 	control      [256]mech.ControlHook // handler of each GC type, if a mechanism of this switch claims it
 	stateGen     atomic.Uint64         // bumped when a port goes down or up
 	frameLimit   int64                 // frames all data queues together may hold (the workers' queueLimits)
@@ -295,6 +297,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 		}
 		p.addrs = pc.Addrs
+		p.addrs = pc.Addrs
 		if pc.DelayNs < 0 || pc.DelayNs > 1e9 {
 			return nil, fmt.Errorf("port %q: delay %d ns out of range [0, 1 s]", pc.Name, pc.DelayNs)
 		}
@@ -341,6 +344,10 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 				}
 			}
 		}
+	}
+	if err := s.buildRouter(cfg.Ports, cfg.L3); err != nil {
+		s.closeWorkers()
+		return nil, err
 	}
 	if err := s.buildRouter(cfg.Ports, cfg.L3); err != nil {
 		s.closeWorkers()
