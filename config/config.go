@@ -481,6 +481,12 @@ func (c *Config) validate() error {
 		for _, m := range p.Mechs {
 			names = append(names, m.Name)
 		}
+		if mech.SetsQueue(names) {
+			if p.Classify != "" && p.Classify != "queue" {
+				return fmt.Errorf("%s.classify: %s assigns the queues on this port (classify: queue), not %s", f, strings.Join(names, ", "), p.Classify)
+			}
+			p.Classify = "queue"
+		}
 		if err := mech.Check(names, p.Scheduler); err != nil {
 			if len(names) == 0 {
 				return fmt.Errorf("%s.scheduler: %w", f, err)

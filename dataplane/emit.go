@@ -1,6 +1,9 @@
 package dataplane
 
 import (
+	"encoding/binary"
+
+	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 )
@@ -26,17 +29,16 @@ func (e *emitter) Frame(port int, kind uint8) []byte {
 	if e.addr != 0 {
 		e.Abort()
 	}
-	if port < 0 || port >= len(w.s.ports) {
+	if port < mech.Routed || port >= len(w.s.ports) {
 		return nil
 	}
-	c := &w.ctr[port]
-	if w.s.ports[port].down.Load() {
-		c.emitFailed[kind].Add(1)
+	if port != mech.Routed && w.s.ports[port].down.Load() {
+		w.emitFail(port, kind)
 		return nil
 	}
 	base, ok := w.alloc(0)
 	if !ok {
-		c.emitFailed[kind].Add(1)
+		w.emitFail(port, kind)
 		return nil
 	}
 	e.addr, e.port, e.kind = base+pkt.Headroom, port, kind
@@ -57,12 +59,21 @@ func (e *emitter) Send(n int, lane pkt.Lane) bool {
 	}
 	addr := e.addr
 	e.addr = 0
-	c := &w.ctr[e.port]
 	if n < pkt.EthHeaderLen || uint64(n) > w.s.frameSize-pkt.Headroom {
-		c.emitFailed[e.kind].Add(1)
+		w.emitFail(e.port, e.kind)
 		w.release(addr)
 		return false
 	}
+	if e.port == mech.Routed {
+		port, ok := w.routeEmitted(w.s.mem[addr : addr+uint64(n)])
+		if !ok || w.s.ports[port].down.Load() {
+			w.emitFail(mech.Routed, e.kind)
+			w.release(addr)
+			return false
+		}
+		e.port = port
+	}
+	c := &w.ctr[e.port]
 	if lane == pkt.LaneData {
 		lane = pkt.LaneControl
 	}
@@ -90,4 +101,54 @@ func (e *emitter) Send(n int, lane pkt.Lane) bool {
 func (w *worker) pk1(p *pkt.Packet) []pkt.Packet {
 	w.one[0] = *p
 	return w.one[:]
+}
+
+// emitFail counts a failed emission of kind on port (or, for a frame that
+// was to be routed, on no port).
+func (w *worker) emitFail(port int, kind uint8) {
+	if port == mech.Routed {
+		w.unrouted[kind].Add(1)
+		return
+	}
+	w.ctr[port].emitFailed[kind].Add(1)
+}
+
+// routeEmitted chooses the port for a frame the switch built to be routed
+// like any packet (an SFC BTS toward the sender): on an L3 switch by its
+// IPv4 destination (route, next hop, neighbour; the frame's MACs are set
+// for the hop), else by its destination MAC in the learning table. A frame
+// with no known way out is not flooded.
+func (w *worker) routeEmitted(frame []byte) (int, bool) {
+	s := w.s
+	if s.router != nil && len(frame) >= 34 && binary.BigEndian.Uint16(frame[12:]) == pkt.EtherTypeIPv4 {
+		r := s.router
+		h := frame[14:]
+		src, dst := binary.BigEndian.Uint32(h[12:]), binary.BigEndian.Uint32(h[16:])
+		nhs, ok := r.routes.Lookup4(dst)
+		if !ok {
+			return 0, false
+		}
+		var sport, dport uint16
+		ihl := int(h[0]&0x0f) * 4
+		if len(h) >= ihl+4 && (h[9] == pkt.ProtoUDP || h[9] == pkt.ProtoTCP) {
+			sport, dport = binary.BigEndian.Uint16(h[ihl:]), binary.BigEndian.Uint16(h[ihl+2:])
+		}
+		nh := l3.Pick(nhs, l3.SymHash4(src, dst, sport, dport, h[9]))
+		target := dst
+		if nh.IP.IsValid() {
+			target = be32(nh.IP.As4())
+		}
+		mac, port, ok := r.nbrs.Lookup4(target, s.clock.Now())
+		if !ok || port != nh.Port {
+			if r.nbrs.ShouldRequest4(target, s.clock.Now(), r.retry) {
+				w.arpRequest(int(nh.Port), target)
+			}
+			return 0, false
+		}
+		copy(frame[0:6], mac[:])
+		copy(frame[6:12], s.ports[port].MAC)
+		return int(port), true
+	}
+	port, ok := s.mac.Lookup(pkt.DstMAC(frame), s.clock.Now())
+	return int(port), ok
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane/l3"
+	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 )
@@ -87,6 +88,24 @@ func TestRouting(t *testing.T) {
 	}
 	if string(out[34:]) != string(data[34:]) {
 		t.Fatal("payload changed")
+	}
+	// A frame the switch builds to be routed goes toward its IPv4 destination, MACs set for the hop.
+	em := s.Emitter(0)
+	buf := em.Frame(mech.Routed, 16)
+	n := copy(buf, pkttest.UDP4([6]byte{}, [6]byte{}, gwA, hostB, 19020, 19020, make([]byte, 40)))
+	if !em.Send(n, pkt.LaneControl) {
+		t.Fatal("routed emission refused")
+	}
+	settle(s)
+	if got := l[1].Sent[len(l[1].Sent)-1]; [6]byte(got[0:6]) != pkttest.MAC(2) || [6]byte(got[6:12]) != mac6(macPort(1)) || binary.BigEndian.Uint16(got[36:]) != 19020 {
+		t.Fatalf("routed emission went out as % x", got[:38])
+	}
+	if buf = em.Frame(mech.Routed, 16); buf == nil {
+		t.Fatal("no frame")
+	}
+	n = copy(buf, pkttest.UDP4([6]byte{}, [6]byte{}, gwA, [4]byte{10, 77, 0, 1}, 19020, 19020, nil))
+	if em.Send(n, pkt.LaneControl) || s.Unrouted()[16] != 1 {
+		t.Fatalf("an emission with no route was sent (unrouted %d)", s.Unrouted()[16])
 	}
 	// Ping the gateway.
 	l[0].Inject(pkttest.Ping(mac6(macPort(0)), pkttest.MAC(1), hostA, gwA, 7, 1, 32))

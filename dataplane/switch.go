@@ -285,6 +285,13 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		if pc.Scheduler == "" {
 			pc.Scheduler = "fifo"
 		}
+		var mnames []string
+		for _, m := range pc.Mechanisms {
+			mnames = append(mnames, m.Name)
+		}
+		if mech.SetsQueue(mnames) {
+			pc.Classify = sched.Classifier{By: "queue"} // a mechanism assigns the queues
+		}
 		if p.sched, err = sched.New(pc.Scheduler, sched.Params{Queues: pc.Queues, PortBytes: pc.BufferBytes, PortPackets: pc.MaxPackets,
 			QueueBytes: pc.QueueBytes, Alpha: cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify}); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
@@ -750,6 +757,17 @@ func (s *Switch) Counters(i int) PortCounters {
 			c.ControlRx[t] += k.controlRx[t].Load()
 			c.Emitted[t] += k.emitted[t].Load()
 			c.EmitFailed[t] += k.emitFailed[t].Load()
+		}
+	}
+	return c
+}
+
+// Unrouted counts, by kind, frames the switch built to be routed that found
+// no way out (any goroutine).
+func (s *Switch) Unrouted() (c [256]uint64) {
+	for _, w := range s.workers {
+		for k := range c {
+			c[k] += w.unrouted[k].Load()
 		}
 	}
 	return c

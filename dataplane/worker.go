@@ -68,6 +68,7 @@ type worker struct {
 	dataLen  [BatchSize]uint32     // scratch: their lengths as the shaper charged them
 	addrs    [BatchSize]uint64     // scratch: completions, returns
 	reclaim  []uint64              // scratch: frames reclaimed from a link whose device went away
+	unrouted [256]atomic.Uint64    // emissions to be routed that found no way out, by kind
 	flood    []uint16              // scratch: ports a frame floods to (one per port)
 	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
 	one      [1]pkt.Packet         // scratch: a batch of one for control hooks

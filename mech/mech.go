@@ -11,30 +11,30 @@
 // enabled on with each port's decoded config, and calls the hooks the
 // instance implements at fixed points of the pipeline:
 //
-//	rx -> parse -> control -> forwarding -> Ingress -> | handoff | -> Admit -> traffic manager
-//	   -> Dequeued -> Egress -> tx
+//		rx -> parse -> control -> forwarding -> Ingress -> | handoff | -> Admit -> traffic manager
+//		   -> Dequeued -> Egress -> tx
 //
-//   - Control(port, batch): control frames of the types the mechanism
-//     declared (Spec.Controls), received on the port, on the worker that
-//     received them. Frames of link-local types that arrive on a host port
-//     never get here: the switch drops them as forged.
-//   - Ingress(port, batch): packets received on a port where the mechanism is
-//     enabled, after forwarding chose their egress port, on the receiving
-//     worker. One call per received batch.
-//   - Admit(port, packet): each packet headed for a port where the mechanism
-//     is enabled, on the worker that owns that port's egress, just before
-//     the traffic manager admits it. Per packet, so every decision sees the
-//     queue state the previous packet left (queue assignment, ranks, bids,
-//     pause counters). Admit may set the verdict Drop.
-//   - Enqueued(port, packet), Dropped(port, packet, reason): the outcome of
-//     admission and later drops (evictions, a port going down) for packets
-//     that went through Admit on an enabled port.
-//   - Dequeued(port, batch): packets the scheduler of an enabled port has
-//     just released, before they are transmitted.
-//   - Egress(port, batch): the same packets, after Dequeued; may rewrite the
-//     frame (add or strip a tag) or drop it.
-//   - Tick(worker, now): every worker, when the time the mechanism asked for
-//     has come; returns when it wants the next tick.
+//	  - Control(port, batch): control frames of the types the mechanism
+//	    declared (Spec.Controls), received on the port, on the worker that
+//	    received them. Frames of link-local types that arrive on a host port
+//	    never get here: the switch drops them as forged.
+//	  - Ingress(port, batch): packets received on a port where the mechanism is
+//	    enabled, after forwarding chose their egress port, on the receiving
+//	    worker. One call per received batch.
+//	  - Admit(port, packet): each packet headed for a port where the mechanism
+//	    is enabled, on the worker that owns that port's egress, just before
+//	    the traffic manager admits it. Per packet, so every decision sees the
+//	    queue state the previous packet left (queue assignment, ranks, bids,
+//	    pause counters). Admit may set the verdict Drop.
+//	  - Enqueued(port, packet), Dropped(port, packet, reason): the outcome of
+//	    admission and later drops (evictions, a port going down) for packets
+//	    that went through Admit on an enabled port.
+//	  - Dequeued(port, batch): packets the scheduler of an enabled port has
+//	    just released, before they are transmitted.
+//	  - Egress(port, batch): the same packets, after Dequeued; may rewrite the
+//	    frame (add or strip a tag) or drop it.
+//	  - Tick(worker, now): every worker, when the time the mechanism asked for
+//	    has come; returns when it wants the next tick.
 //
 // Hooks run on the forwarding workers: they must not block, allocate or take
 // locks. Ingress and Control of different ports can run at the same time on
@@ -81,6 +81,10 @@ type Spec struct {
 	Schedulers []string
 	// SetsRank says the mechanism sets p.Rank for a rank scheduler.
 	SetsRank bool
+	// SetsQueue says the mechanism assigns each packet's queue (p.Queue) at
+	// admission: the port's scheduler classifies by it (classify: queue),
+	// and a port may have only one such mechanism.
+	SetsQueue bool
 	// Conflicts lists mechanisms that cannot be enabled on the same port.
 	Conflicts []string
 	// Controls lists the gswitch control message types (the GC header's type)
@@ -220,12 +224,18 @@ type Switch interface {
 	PortDown(port int) bool
 }
 
+// Routed, as the port of Emitter.Frame, asks the switch to choose the port
+// when the frame is sent, as it would for a packet with the frame's
+// destination (by route on an L3 switch, by the learning table on an L2
+// one); a frame with no known way out is not sent.
+const Routed = -1
+
 // Emitter sends frames the switch builds itself. It belongs to one worker.
 type Emitter interface {
 	// Frame takes a frame for a message of GC type kind to be sent on port
-	// and returns its buffer (room for a whole frame), or nil when none is
-	// free or the port is down (counted as a failed emission of kind on
-	// port). Build the frame in it, then call Send or Abort.
+	// (or Routed) and returns its buffer (room for a whole frame), or nil
+	// when none is free or the port is down (counted as a failed emission
+	// of kind on port). Build the frame in it, then call Send or Abort.
 	Frame(port int, kind uint8) []byte
 	// Send queues the frame from the last Frame call, n bytes long, on the
 	// port's lane. It reports false (the frame freed, the failure counted)
@@ -273,6 +283,16 @@ func Names() []string {
 	return n
 }
 
+// SetsQueue reports whether any of the mechanisms assigns packets' queues.
+func SetsQueue(names []string) bool {
+	for _, n := range names {
+		if registry[n].SetsQueue {
+			return true
+		}
+	}
+	return false
+}
+
 // Check says why mechanisms names cannot run together on a port with
 // scheduler sched, or nil. Errors name both sides of a conflict.
 func Check(names []string, scheduler string) error {
@@ -294,6 +314,9 @@ func Check(names []string, scheduler string) error {
 			}
 			if sa.SetsRank && sb.SetsRank {
 				return fmt.Errorf("mechanisms %s and %s both set the packets' rank: enable one", a, b)
+			}
+			if sa.SetsQueue && sb.SetsQueue {
+				return fmt.Errorf("mechanisms %s and %s both assign the packets' queue: enable one", a, b)
 			}
 		}
 	}

@@ -148,6 +148,9 @@ func (s *Set) Pop(i int, p *pkt.Packet) bool {
 	return true
 }
 
+// Queue returns queue i (owner only, for its exact Bytes and Packets).
+func (s *Set) Queue(i int) *FIFO { return s.q[i] }
+
 // Head returns queue i's head packet without removing it.
 func (s *Set) Head(i int) (*pkt.Packet, bool) { return s.q[i].Head() }
 

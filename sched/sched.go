@@ -60,6 +60,14 @@ type Scheduler interface {
 	Paused(i int) bool
 }
 
+// Backlogger is implemented by every scheduler here: the exact backlog of
+// queue i right now (owner only; Depth is the value published at the last
+// Publish, for other goroutines). Admission stages that compare a queue's
+// depth with a threshold (BFC's pause threshold, SFC's trigger) use it.
+type Backlogger interface {
+	Backlog(i int) (bytes uint64, packets uint32)
+}
+
 // Evictor is implemented by schedulers whose Enqueue may push out more
 // than one buffered packet for one arrival (pfabric). After Enqueue returns
 // queues.Evicted with the first evicted packet in *p, the caller frees the
@@ -161,6 +169,10 @@ func (b setSched) Pause(i int)                  { b.s.Pause(i) }
 func (b setSched) Resume(i int)                 { b.s.Resume(i) }
 func (b setSched) Publish()                     { b.s.Publish() }
 func (b setSched) Paused(i int) bool            { return b.s.Paused(i) }
+func (b setSched) Backlog(i int) (uint64, uint32) {
+	q := b.s.Queue(i)
+	return q.Bytes(), q.Packets()
+}
 
 // Set exposes the queues (tests, metrics).
 func (b setSched) Set() *queues.Set { return b.s }

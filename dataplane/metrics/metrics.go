@@ -53,6 +53,7 @@ var (
 	dUp         = desc("port_up", "1 while the port's interface is up.", "port")
 	dCtlRx      = desc("control_received_total", "Control messages of the mechanisms (gswitch control header) received on the port, by type, forged ones included.", "port", "kind")
 	dEmitted    = desc("emitted_total", "Frames the switch built and queued on the port, by kind.", "port", "kind")
+	dUnrouted   = desc("emit_unrouted_total", "Frames the switch built to be routed (such as a BTS back to its sender) that found no route, neighbour or learnt port, by kind.", "kind")
 	dEmitFailed = desc("emit_failed_total", "Frames the switch meant to emit on the port but could not (no frame free, lane full, port down), by kind.", "port", "kind")
 	dBufUsed    = desc("buffer_used_bytes", "Bytes held in the shared buffer by all egress queues.")
 	dBufSize    = desc("buffer_size_bytes", "Size of the shared buffer.")
@@ -68,7 +69,7 @@ var (
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
-	allDescs    = []*prometheus.Desc{dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	allDescs    = []*prometheus.Desc{dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -151,6 +152,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			for j, v := range vals {
 				counter(dXsk, v, p.Name, strconv.Itoa(q), xskCounters[j])
 			}
+		}
+	}
+	for k, v := range c.sw.Unrouted() {
+		if v != 0 {
+			counter(dUnrouted, v, KindName(uint8(k)))
 		}
 	}
 	f := c.sw.Frames()

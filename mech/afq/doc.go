@@ -18,6 +18,7 @@
 //     packet (Enqueued) each row's cell is raised to the new bid. A read is
 //     the minimum over the rows, so collisions can only over-estimate a
 //     flow's bid (section 3.2).
+//
 //   - Scheduling is the port's rsp scheduler (sched.RSP, rotating strict
 //     priority, section 3.3): queue r mod N holds round r, and the current
 //     round's queue is served until empty. The config requires
