@@ -486,6 +486,10 @@ func (s *Switch) MACTable() *l2.Table { return s.mac }
 // Buffer is the shared buffer of all egress queues.
 func (s *Switch) Buffer() *queues.Buffer { return s.buffer }
 
+// SetClock replaces the switch's clock (tests that run several switches on
+// one fake clock; before any traffic).
+func (s *Switch) SetClock(c Clock) { s.clock = c; s.cfg.Clock = c }
+
 // Now is the switch clock.
 func (s *Switch) Now() int64 { return s.clock.Now() }
 

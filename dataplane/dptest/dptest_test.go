@@ -1,0 +1,33 @@
+package dptest
+
+import (
+	"testing"
+
+	"github.com/gswitch/gswitch/dataplane"
+	"github.com/gswitch/gswitch/pkt/pkttest"
+)
+
+// TestFabricCarriesFrames: two L2 switches in a line; a frame from the
+// host on the first reaches the host on the second, and its answer comes
+// back unicast; every frame is back in both pools.
+func TestFabricCarriesFrames(t *testing.T) {
+	f := NewFabric()
+	cfg := func() dataplane.Config {
+		return dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "host"}, {Name: "up"}}}
+	}
+	a, b := f.Add(t, cfg(), 2048), f.Add(t, cfg(), 2048)
+	f.Connect(a, 1, b, 1)
+	a.Links[0].Record, b.Links[0].Record = true, true
+	a.Links[0].Inject(pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, []byte("hello")))
+	f.Settle()
+	if len(b.Links[0].Sent) != 1 {
+		t.Fatalf("host B got %d frames", len(b.Links[0].Sent))
+	}
+	b.Links[0].Inject(pkttest.UDP4(pkttest.MAC(1), pkttest.MAC(2), [4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 1}, 2, 1, []byte("hi")))
+	f.Advance(1e6, 1e5)
+	if len(a.Links[0].Sent) != 1 || b.SW.Counters(1).Flooded != 0 {
+		t.Fatalf("host A got %d frames; switch B flooded %d", len(a.Links[0].Sent), b.SW.Counters(1).Flooded)
+	}
+	a.CheckFrames(t)
+	b.CheckFrames(t)
+}
