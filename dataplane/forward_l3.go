@@ -102,9 +102,7 @@ func (s *Switch) Neighbors() *l3.Neighbors {
 // neighbours is learnt, and pings to the switch's addresses are answered.
 // Nothing is flooded or learnt by MAC.
 func (w *worker) forwardL3(in int, b *mech.Batch) {
-	s := w.s
-	r := s.router
-	port := s.ports[in]
+	port := w.s.ports[in]
 	for i := range b.Pkts {
 		p := &b.Pkts[i]
 		if p.Verdict != pkt.Forward {
@@ -126,7 +124,6 @@ func (w *worker) forwardL3(in int, b *mech.Batch) {
 			p.DropWith(pkt.ReasonNotRouted)
 		}
 	}
-	_ = r
 }
 
 func mac48(m []byte) uint64 {

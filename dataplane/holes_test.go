@@ -337,3 +337,56 @@ func TestMACFloodAndFlapping(t *testing.T) {
 	}
 	checkFrames(t, s)
 }
+
+// TestOtherPathsDoNotAllocate: the control stage (forged, unclaimed and
+// routed control messages, bridge-protocol frames), flooding, L3 routing
+// with ARP, and emission allocate nothing per frame either.
+func TestOtherPathsDoNotAllocate(t *testing.T) {
+	s, l, _ := testSwitch(t, 3, 1, 8192, func(c *Config) { c.Ports[1].Role = mech.RoleFabric })
+	l[2].Inject(udp(1, 3, 10))
+	settle(s)
+	gc := pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, pkttest.MAC(1), pkt.EtherTypeGC, 0, 0)
+	gc = append(append(gc, 'G', 'C', 1, 1, 0, 12, 0, 0), make([]byte, 38)...)
+	bts := udp(3, 1, 64)
+	copy(bts[42:], []byte{'G', 'C', 1, 16, 0, 36, 0, 0})
+	stp := append(pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0}, pkttest.MAC(1), 0x0027, 0, 0), make([]byte, 46)...)
+	bcast := pkttest.ARP(pkttest.MAC(1), ip1, ip2)
+	em := s.Emitter(0)
+	if a := testing.AllocsPerRun(200, func() {
+		for _, in := range []int{0, 1} {
+			l[in].Inject(gc)
+			l[in].Inject(bts)
+			l[in].Inject(stp)
+		}
+		l[0].Inject(bcast)
+		settle(s)
+		if b := em.Frame(2, 2); b != nil {
+			em.Send(copy(b, gc), pkt.LaneControl)
+		}
+		settle(s)
+	}); a != 0 {
+		t.Errorf("%v allocations per round of control frames, floods and emissions", a)
+	}
+	checkFrames(t, s)
+
+	r, rl, _ := routerSwitch(t)
+	rl[1].Inject(pkttest.ARPReply(mac6(macPort(1)), pkttest.MAC(2), hostB, gwB))
+	settle(r)
+	data := pkttest.UDP4(mac6(macPort(0)), pkttest.MAC(1), hostA, hostB, 1000, 2000, make([]byte, 100))
+	ping := pkttest.Ping(mac6(macPort(0)), pkttest.MAC(1), hostA, gwA, 7, 1, 32)
+	arp := pkttest.ARP(pkttest.MAC(1), hostA, gwA)
+	for _, l := range rl {
+		l.Record = false
+	}
+	if a := testing.AllocsPerRun(200, func() {
+		for k := 0; k < 16; k++ {
+			rl[0].Inject(data)
+		}
+		rl[0].Inject(ping)
+		rl[0].Inject(arp)
+		settle(r)
+	}); a != 0 {
+		t.Errorf("%v allocations per batch of routed frames, pings and ARP", a)
+	}
+	checkFrames(t, r)
+}
