@@ -261,6 +261,11 @@ func (w *worker) serve(p *Port, now int64) bool {
 		}
 	}
 	if n > 0 {
+		if p.capture.Load() != nil {
+			for _, d := range p.txDescs[:n] {
+				w.mirror(p, CaptureTx, w.s.mem[d.Addr:d.Addr+uint64(d.Len)], now)
+			}
+		}
 		p.txLink.Transmit(p.txDescs[:n]) // takes all n: room was checked
 		p.txOutstanding.Add(int64(n))
 		c := &w.ctr[p.Index]

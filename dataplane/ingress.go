@@ -23,6 +23,7 @@ func (w *worker) ingress(in int, n int, now int64) {
 	memLen := uint64(len(s.mem))
 	var bytes uint64
 	k := 0
+	capt := s.ports[in].capture.Load() != nil
 	for i := 0; i < n; i++ {
 		d := w.rxDescs[i]
 		bytes += uint64(d.Len)
@@ -34,6 +35,9 @@ func (w *worker) ingress(in int, n int, now int64) {
 			c.drops[pkt.ReasonBadDesc].Add(1)
 			w.release(d.Addr)
 			continue
+		}
+		if capt {
+			w.mirror(s.ports[in], CaptureRx, s.mem[d.Addr:d.Addr+uint64(d.Len)], now)
 		}
 		p := &w.pkts[k]
 		p.Addr, p.Len, p.InPort, p.OutPort, p.Queue, p.Rank, p.TS = d.Addr, d.Len, uint16(in), 0, 0, 0, now

@@ -111,19 +111,20 @@ type Port struct {
 	ingressH []mech.IngressHook // run on the receiving worker after forwarding
 	mechs    []string           // names of the mechanisms enabled on the port
 
-	frames        int64                  // egress owner: frames in the port's data queues
-	down          atomic.Bool            // the interface is down or gone
-	detachReq     atomic.Bool            // the interface is gone: workers reclaim and stop using its links
-	detachAcks    atomic.Int32           // links reclaimed since the last detach request
-	attachAcks    atomic.Int32           // links taken up since the last AttachPort
-	newLinks      atomic.Pointer[[]Link] // links to take up after a detach (AttachPort)
-	txDetached    bool                   // egress worker: links[0] was reclaimed, do not touch txLink
-	lost          atomic.Int64           // frames the kernel kept when the interface went away
-	flushed       bool                   // egress owner: the queues were flushed since it went down
-	txOutstanding atomic.Int64           // frames on the tx ring not yet completed
-	delayNs       int64                  // the link's delay
-	addrs         []netip.Prefix         // the switch's addresses on an L3 port (none: an L2 port)
-	dline         *delayLine             // frames on the wire (nil when delayNs is 0)
+	frames        int64                   // egress owner: frames in the port's data queues
+	down          atomic.Bool             // the interface is down or gone
+	detachReq     atomic.Bool             // the interface is gone: workers reclaim and stop using its links
+	detachAcks    atomic.Int32            // links reclaimed since the last detach request
+	attachAcks    atomic.Int32            // links taken up since the last AttachPort
+	newLinks      atomic.Pointer[[]Link]  // links to take up after a detach (AttachPort)
+	txDetached    bool                    // egress worker: links[0] was reclaimed, do not touch txLink
+	lost          atomic.Int64            // frames the kernel kept when the interface went away
+	capture       atomic.Pointer[Capture] // a capture mirroring the port, or nil
+	flushed       bool                    // egress owner: the queues were flushed since it went down
+	txOutstanding atomic.Int64            // frames on the tx ring not yet completed
+	delayNs       int64                   // the link's delay
+	addrs         []netip.Prefix          // the switch's addresses on an L3 port (none: an L2 port)
+	dline         *delayLine              // frames on the wire (nil when delayNs is 0)
 	txDescs       []afxdp.Desc
 }
 
