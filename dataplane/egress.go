@@ -23,6 +23,15 @@ func (w *worker) admit(port *Port, p *pkt.Packet, now int64) {
 		return
 	}
 	p.Verdict = pkt.Forward
+	if p.Lane != pkt.LaneData {
+		// Control and credit frames skip the admission hooks (queue
+		// assignment, ranks, counters are about data) and go to their lane.
+		if p.Lane == pkt.LaneControl || port.credit != nil {
+			w.toLane(port, p, now)
+			return
+		}
+		p.Lane = pkt.LaneData // no credit lane on this port: credits are data here
+	}
 	for _, h := range port.admit {
 		h.Admit(port.Index, p, now)
 		if p.Verdict != pkt.Forward {
