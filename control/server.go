@@ -172,6 +172,11 @@ func (s *Server) Serve() error {
 // removes the socket file.
 func (s *Server) Close() error {
 	s.lnMu.Lock()
+	if s.stopping {
+		s.lnMu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
 	s.stopping = true
 	var err error
 	if s.ln != nil {
