@@ -5,8 +5,8 @@ import (
 
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/mech"
-	_ "github.com/gswitch/gswitch/mech/all"
 	"github.com/gswitch/gswitch/mech/afq"
+	_ "github.com/gswitch/gswitch/mech/all"
 	"github.com/gswitch/gswitch/sched"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
