@@ -37,6 +37,10 @@ func DefaultSocket(configPath string) string {
 	return filepath.Join(SocketDir, base+".sock")
 }
 
+// ErrSocketInUse is wrapped by Listen's error when a running gswitchd
+// answers on the socket.
+var ErrSocketInUse = errors.New("socket in use")
+
 // Options describe the running switch to the server.
 type Options struct {
 	Config     *config.Config     // the running config (the server keeps its own copy up to date on set and reload)
@@ -96,7 +100,7 @@ func (s *Server) Listen(path, group string) error {
 	if _, err := os.Lstat(path); err == nil {
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return fmt.Errorf("control.socket: %s is in use by another gswitchd (give this one another control.socket, or stop the other)", path)
+			return fmt.Errorf("control.socket: %s is in use by another gswitchd (give this one another control.socket, or stop the other): %w", path, ErrSocketInUse)
 		}
 		if err := os.Remove(path); err != nil {
 			return fmt.Errorf("control.socket: removing the stale socket %s: %v", path, err)

@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -23,6 +24,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -60,6 +63,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defaultSocket := false
 	overrides := func(c *config.Config) error {
 		if *metricsAddr != "" {
 			c.Metrics = *metricsAddr
@@ -69,6 +73,7 @@ func main() {
 		}
 		if c.Control.Socket == "" {
 			c.Control.Socket = control.DefaultSocket(*cfgPath)
+			defaultSocket = true
 		}
 		return c.Check(func(name string) error { _, err := net.InterfaceByName(name); return err })
 	}
@@ -77,7 +82,7 @@ func main() {
 		fmt.Println("config OK")
 		return
 	}
-	if err := run(cfg, *cfgPath, overrides); err != nil {
+	if err := run(cfg, *cfgPath, defaultSocket, overrides); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -146,7 +151,7 @@ func (d *devices) open(pd *portDev, ifindex int) ([]dataplane.Link, error) {
 	return pl, nil
 }
 
-func run(cfg *config.Config, cfgPath string, reloadCheck func(*config.Config) error) error {
+func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck func(*config.Config) error) error {
 	mode, err := bpf.ParseMode(cfg.XDPMode)
 	if err != nil {
 		return err
@@ -245,7 +250,15 @@ func run(cfg *config.Config, cfgPath string, reloadCheck func(*config.Config) er
 	var ctl *control.Server
 	if cfg.Control.Socket != "off" {
 		ctl = control.NewServer(sw, control.Options{Config: cfg, ConfigPath: cfgPath, Info: info, CheckConfig: reloadCheck})
-		if err := ctl.Listen(cfg.Control.Socket, cfg.Control.Group); err != nil {
+		err := ctl.Listen(cfg.Control.Socket, cfg.Control.Group)
+		if errors.Is(err, control.ErrSocketInUse) && defaultSocket {
+			// Another switch's config has the same file name: this one takes a socket named by its pid.
+			alt := strings.TrimSuffix(cfg.Control.Socket, ".sock") + "-" + strconv.Itoa(os.Getpid()) + ".sock"
+			log.Printf("%s is another gswitchd's; using %s (set control.socket to choose)", cfg.Control.Socket, alt)
+			cfg.Control.Socket = alt
+			err = ctl.Listen(alt, cfg.Control.Group)
+		}
+		if err != nil {
 			return err
 		}
 		defer ctl.Close()
