@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/control"
 	"github.com/gswitch/gswitch/wire"
 	"gopkg.in/yaml.v3"
 )
@@ -157,7 +158,8 @@ func TestPrometheusScrapesGswitch(t *testing.T) {
 
 	tp := NewTopo(t, 3)
 	_, addrs := routedHosts(t, tp)
-	sw := tp.StartSwitch("control: {socket: off}", PortOpts{
+	sock := filepath.Join(t.TempDir(), "sw.sock")
+	sw := tp.StartSwitch("control: {socket: "+sock+"}", PortOpts{
 		0: addrs[0],
 		1: addrs[1] + "\nrate: 100Mbit\nscheduler: drr\nqueues: 4",
 		2: addrs[2] + "\nrate: 50Mbit\nscheduler: rsp\nqueues: 16\nmechanisms: {afq: {bytes_per_round: 1514, ecn_rounds: 2}}",
@@ -231,6 +233,23 @@ func TestPrometheusScrapesGswitch(t *testing.T) {
 	done := make(chan iperfResult, 2)
 	go func() { done <- h1.iperfNoFatal(h3, 5201, 4, "-P", "4") }()
 	go func() { done <- h1.iperfNoFatal(h2, 5202, 4) }()
+	// gswitchctl's L3 views of the same switch, during the traffic.
+	var routes control.RoutesView
+	ctlJSON(t, sock, &routes, "routes")
+	if !routes.L3 || len(routes.Routes) != 3 {
+		t.Errorf("routes: %+v", routes)
+	}
+	var nb control.NeighborsView
+	ctlJSON(t, sock, &nb, "neighbors")
+	learnt := map[string]string{}
+	for _, e := range nb.Entries {
+		learnt[e.IP] = e.Port
+	}
+	for i, h := range tp.Hosts {
+		if learnt[h.IP] != fmt.Sprintf("p%d", i+1) {
+			t.Errorf("neighbors: %s on %q, want p%d: %+v", h.IP, learnt[h.IP], i+1, nb)
+		}
+	}
 	for i := 0; i < 2; i++ {
 		if r := <-done; r.Error != "" {
 			t.Fatalf("iperf3: %s", r.Error)
