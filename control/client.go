@@ -104,11 +104,18 @@ func (cl *Client) Capture(req Request) (*CaptureStream, error) {
 	return cs, nil
 }
 
-// Sockets lists the control sockets in SocketDir, by name (NAME of NAME.sock).
+// Sockets lists the control sockets in SocketDir that a gswitchd answers
+// on, by name (NAME of NAME.sock). Files left by a gswitchd that was
+// killed are skipped.
 func Sockets() []string {
 	m, _ := filepath.Glob(filepath.Join(SocketDir, "*.sock"))
 	var out []string
 	for _, p := range m {
+		c, err := net.DialTimeout("unix", p, 200*time.Millisecond)
+		if err != nil {
+			continue
+		}
+		c.Close()
 		out = append(out, strings.TrimSuffix(filepath.Base(p), ".sock"))
 	}
 	sort.Strings(out)
