@@ -56,6 +56,8 @@ type Config struct {
 	Neighbors []Neighbor `yaml:"neighbors"`
 	// Metrics is the Prometheus listen address; "off" disables it.
 	Metrics string `yaml:"metrics"`
+	// Control is the control socket gswitchctl talks to (docs/operations.md).
+	Control Control `yaml:"control"`
 
 	SpinDur     time.Duration   `yaml:"-"`
 	RouteTable  []RouteEntry    `yaml:"-"`
@@ -277,6 +279,9 @@ func join(a, b string) string {
 }
 
 func (c *Config) validate() error {
+	if err := c.Control.validate(); err != nil {
+		return err
+	}
 	if len(c.Ports) == 0 {
 		return errors.New("ports: no ports configured (add at least one entry with an interface:)")
 	}

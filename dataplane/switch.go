@@ -126,6 +126,10 @@ type Port struct {
 	addrs         []netip.Prefix          // the switch's addresses on an L3 port (none: an L2 port)
 	dline         *delayLine              // frames on the wire (nil when delayNs is 0)
 	txDescs       []afxdp.Desc
+
+	pending  atomic.Pointer[portSettings] // run-time changes for the egress worker to apply (settings.go)
+	rateBits atomic.Uint64                // the shaper's rate, for any goroutine
+	quantum  atomic.Int64                 // the DRR/SFQ quantum, for any goroutine (0: the scheduler has none)
 }
 
 // creditLane is a port's lane for credits: a small FIFO under its own
@@ -156,8 +160,8 @@ func (p *Port) CreditDepth() (uint64, uint32, bool) {
 	return b, n, true
 }
 
-// RateBits returns the port's shaper rate in bit/s (0 = unlimited).
-func (p *Port) RateBits() uint64 { return p.shaper.RateBits() }
+// RateBits returns the port's shaper rate in bit/s (0 = unlimited; any goroutine).
+func (p *Port) RateBits() uint64 { return p.rateBits.Load() }
 
 // Links returns the port's per-queue links (any goroutine).
 func (p *Port) Links() []Link { return *p.links.Load() }
@@ -303,6 +307,10 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		}
 		if p.shaper, err = shaper.New(pc.RateBits, pc.BurstBytes, now); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
+		}
+		p.rateBits.Store(p.shaper.RateBits())
+		if q, ok := p.sched.(quantumSetter); ok {
+			p.quantum.Store(int64(q.Quantum()))
 		}
 		p.addrs = pc.Addrs
 		p.addrs = pc.Addrs

@@ -193,6 +193,7 @@ func (w *worker) pass(now int64) bool {
 	if g := w.s.stateGen.Load(); g != w.gen {
 		w.gen = g
 		w.linkState()
+		w.applySettings()
 		w.buildPoll()
 		work = true
 	}

@@ -55,11 +55,39 @@
 // function calling Register. One blank import in mech/all adds it to
 // gswitchd; nothing in the dataplane, the config loader or the metrics
 // collector changes. docs/architecture.md walks through mech/afq.
+//
+// # Views for operators
+//
+// gswitchctl (through gswitchd's control socket) shows what each mechanism
+// reports about itself. An instance opts in with any of these optional
+// interfaces (docs/operations.md shows the output):
+//
+//   - Viewer: View(port) returns the mechanism's state on a port as a small
+//     map of JSON values (its settings, counters, the state of its queues:
+//     "round", "paused_queues", ...), for `gswitchctl flows` and
+//     `gswitchctl queues`. (Not Describe: that name is prometheus.Collector's.)
+//   - FlowLister: Flows(port, max) lists the flows the mechanism keeps state
+//     for on a port (BFC's flow-to-queue assignments, SFC's cache,
+//     ExpressPass's credited flows), with their state, for `gswitchctl
+//     flows`.
+//   - RateFollower: RateChanged(port, rate) is told when an operator changes
+//     a port's line rate while the switch runs. A mechanism that does not
+//     implement it pins the rate of the ports it is enabled on (gswitchctl
+//     set refuses the change, naming the mechanism), because it may have
+//     derived state from the rate at New (ExpressPass's credit rate, for
+//     one).
+//
+// These run on the control server's goroutine, at an operator's request,
+// while the workers forward: they may read only what any goroutine may read
+// (atomics, values fixed at New) and must never block or lock a worker.
+// State owned by an egress worker (a sketch, a flow table written without
+// atomics) is not for them; publish a copy or a counter atomically instead.
 package mech
 
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 
 	"github.com/gswitch/gswitch/pkt"
@@ -344,4 +372,41 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Viewer is implemented by mechanisms that show their state on a port to
+// operators (see "Views for operators" in the package documentation).
+type Viewer interface {
+	// View returns the mechanism's state on port as JSON-encodable
+	// values keyed by snake_case names, or nil if it is not enabled there.
+	// Any goroutine; reads only atomics and values fixed at New.
+	View(port int) map[string]any
+}
+
+// FlowLister is implemented by mechanisms that keep per-flow state and can
+// list it for operators.
+type FlowLister interface {
+	// Flows returns at most max flows the mechanism knows on port (nil if
+	// none or not enabled there). Any goroutine; reads only what other
+	// goroutines may read.
+	Flows(port, max int) []FlowInfo
+}
+
+// FlowInfo is one flow as a mechanism reports it. Fields the mechanism does
+// not know stay zero.
+type FlowInfo struct {
+	Src, Dst netip.AddrPort // the flow's addresses and ports (zero if the mechanism keeps only a hash)
+	Proto    uint8          // IP protocol
+	Hash     uint32         // the switch's flow hash (pkt.Packet.Hash)
+	ID       uint64         // the gsperf flow id, where the mechanism reads it
+	State    map[string]any // the mechanism's state for the flow ("queue", "paused", "credits", ...)
+}
+
+// RateFollower is implemented by mechanisms that accept a change of a
+// port's line rate while the switch runs.
+type RateFollower interface {
+	// RateChanged is told the port's new rate in bit/s (0: unlimited)
+	// before the switch applies it; an error refuses the change and is
+	// shown to the operator. Any goroutine.
+	RateChanged(port int, rateBits uint64) error
 }

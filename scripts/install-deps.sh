@@ -11,6 +11,8 @@ command -v ping >/dev/null || need+=(iputils-ping)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)
 command -v timeout >/dev/null || need+=(coreutils)
+command -v tshark >/dev/null || need+=(tshark)                           # tests of the Wireshark dissector and of captures
+command -v prometheus >/dev/null || need+=(prometheus)                   # the Prometheus test (promtool comes with it)
 if ((${#need[@]})); then
 	echo "install-deps: apt-get install ${need[*]}"
 	apt-get update -qq

@@ -218,7 +218,7 @@ func TestUpDown(t *testing.T) {
 			t.Errorf("s2 received nothing on port %s", port)
 		}
 	}
-	if !strings.Contains(m, `gswitch_port_rate_bits{port="s1"} 2e+08`) {
+	if !strings.Contains(m, `gswitch_port_rate_bytes_per_second{port="s1"} 2.5e+07`) {
 		t.Errorf("s2's port to s1 is not shaped to 200Mbit")
 	}
 	// Hosts: planned MAC and address, no default route, offloads off, cc, IPv6 off.

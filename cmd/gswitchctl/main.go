@@ -1,5 +1,13 @@
 // Command gswitchctl operates gswitch switches and fabrics.
 //
+//	gswitchctl ports | queues [PORT] | mac | routes | neighbors | flows [PORT]
+//	gswitchctl top                      live rates, refreshing
+//	gswitchctl set PORT KEY VALUE       rate, burst, quantum, queue N pause|resume
+//	gswitchctl capture PORT [-w FILE.pcapng] [-c N] [FILTER]
+//	gswitchctl health | info | reload | completion bash
+//
+// These talk to a running gswitchd over its control socket (ctl.go, docs/operations.md).
+//
 //	gswitchctl topo up FILE          bring a topology file up (namespaces, veths, one gswitchd per switch)
 //	gswitchctl topo down FILE        remove everything it made
 //	gswitchctl topo show FILE        print the plan
@@ -44,6 +52,9 @@ func dispatch(args []string) int {
 			return c.run(args[1:])
 		}
 	}
+	if args[0] == "__ports" {
+		return portsForCompletion(args[1:])
+	}
 	fmt.Fprintf(os.Stderr, "gswitchctl: unknown command %q\n", args[0])
 	usage()
 	return 2
@@ -53,7 +64,7 @@ func usage() {
 	var b strings.Builder
 	b.WriteString("usage: gswitchctl COMMAND [ARGS...]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(os.Stderr, b.String())
 }

@@ -5,13 +5,17 @@
 //
 // It attaches an XDP program to each port (through a bpf_link, so the
 // kernel removes it even if gswitchd is killed), binds one AF_XDP socket per
-// rx queue over one shared UMEM, starts the workers and serves Prometheus
-// metrics. SIGINT or SIGTERM stop it cleanly: programs detached, sockets
-// closed.
+// rx queue over one shared UMEM, starts the workers, serves Prometheus
+// metrics and listens on its control socket for gswitchctl (package
+// control). SIGINT or SIGTERM stop it cleanly: programs detached, sockets
+// closed. SIGHUP reloads the config: what may change while it runs (ports'
+// rate, burst and quantum) is applied, the rest refused in the log. Under
+// systemd (Type=notify) it reports readiness and pings the watchdog.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -20,11 +24,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gswitch/gswitch/bpf"
 	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/control"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/dataplane/l3"
@@ -41,11 +48,12 @@ func main() {
 	cfgPath := flag.String("config", "", "YAML config file (see configs/reference.yaml)")
 	check := flag.Bool("check", false, "validate the config (and that its interfaces exist) and exit")
 	metricsAddr := flag.String("metrics", "", "override the config's metrics address (\"off\" disables)")
+	controlPath := flag.String("control", "", "override the config's control socket path (\"off\" disables)")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	log.SetPrefix("gswitchd: ")
 	if *cfgPath == "" {
-		fmt.Fprintln(os.Stderr, "usage: gswitchd -config FILE [-check] [-metrics ADDR]")
+		fmt.Fprintln(os.Stderr, "usage: gswitchd -config FILE [-check] [-metrics ADDR] [-control PATH]")
 		os.Exit(2)
 	}
 	cfg, err := config.Load(*cfgPath)
@@ -55,14 +63,26 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if *metricsAddr != "" {
-		cfg.Metrics = *metricsAddr
+	defaultSocket := false
+	overrides := func(c *config.Config) error {
+		if *metricsAddr != "" {
+			c.Metrics = *metricsAddr
+		}
+		if *controlPath != "" {
+			c.Control.Socket = *controlPath
+		}
+		if c.Control.Socket == "" {
+			c.Control.Socket = control.DefaultSocket(*cfgPath)
+			defaultSocket = true
+		}
+		return c.Check(func(name string) error { _, err := net.InterfaceByName(name); return err })
 	}
+	overrides(cfg)
 	if *check {
 		fmt.Println("config OK")
 		return
 	}
-	if err := run(cfg); err != nil {
+	if err := run(cfg, *cfgPath, defaultSocket, overrides); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -131,7 +151,7 @@ func (d *devices) open(pd *portDev, ifindex int) ([]dataplane.Link, error) {
 	return pl, nil
 }
 
-func run(cfg *config.Config) error {
+func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck func(*config.Config) error) error {
 	mode, err := bpf.ParseMode(cfg.XDPMode)
 	if err != nil {
 		return err
@@ -227,9 +247,39 @@ func run(cfg *config.Config) error {
 		log.Printf("metrics on http://%s/metrics", ln.Addr())
 	}
 
+	var ctl *control.Server
+	if cfg.Control.Socket != "off" {
+		ctl = control.NewServer(sw, control.Options{Config: cfg, ConfigPath: cfgPath, Info: info, CheckConfig: reloadCheck})
+		err := ctl.Listen(cfg.Control.Socket, cfg.Control.Group)
+		if errors.Is(err, control.ErrSocketInUse) && defaultSocket {
+			// Another switch's config has the same file name: this one takes a socket named by its pid.
+			alt := strings.TrimSuffix(cfg.Control.Socket, ".sock") + "-" + strconv.Itoa(os.Getpid()) + ".sock"
+			log.Printf("%s is another gswitchd's; using %s (set control.socket to choose)", cfg.Control.Socket, alt)
+			cfg.Control.Socket = alt
+			err = ctl.Listen(alt, cfg.Control.Group)
+		}
+		if err != nil {
+			return err
+		}
+		defer ctl.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	sw.Start()
+	if ctl != nil {
+		go ctl.Serve()
+		log.Printf("control socket %s (gswitchctl -s %s)", ctl.Path(), ctl.Path())
+	}
+	control.Notify("READY=1")
+	var watchdog <-chan time.Time
+	if d := control.WatchdogInterval(); d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		watchdog = t.C
+	}
 	log.Printf("forwarding with %d worker(s), %d frames of %d B; queues may hold %d frames, the rest keep the fill rings and the emit reserve",
 		sw.Workers(), cfg.Frames, cfg.FrameSize, queueFrames(sw))
 	events := make(chan linkwatch.Event, 64)
@@ -247,6 +297,27 @@ func run(cfg *config.Config) error {
 			running = false
 		case <-housekeep.C:
 			sw.Housekeep()
+		case <-watchdog:
+			control.Notify("WATCHDOG=1") // the main loop runs; the workers never block it
+		case <-hup:
+			if ctl == nil {
+				log.Printf("SIGHUP: no control socket, nothing reloads (control.socket is off)")
+				continue
+			}
+			r, err := ctl.Reload()
+			if err != nil {
+				log.Printf("SIGHUP: %v", err)
+				continue
+			}
+			for _, a := range r.Applied {
+				log.Printf("reload: applied %s", a)
+			}
+			for _, x := range r.Refused {
+				log.Printf("reload: refused %s", x)
+			}
+			if len(r.Applied)+len(r.Refused) == 0 {
+				log.Printf("reload: %s: no change", cfgPath)
+			}
 		case err := <-watchErr:
 			if err != nil {
 				log.Printf("watching interfaces: %v (ports will not follow their interfaces going down or away)", err)
@@ -260,6 +331,10 @@ func run(cfg *config.Config) error {
 		}
 	}
 	log.Printf("stopping")
+	control.Notify("STOPPING=1")
+	if ctl != nil {
+		ctl.Close() // captures end before the workers stop
+	}
 	sw.Stop()
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -574,3 +574,34 @@ func (t *Table) Len(now int64) int {
 
 // Full counts learns that found no free slot on the probe path (Stats.TableFull).
 func (t *Table) Full() uint64 { return t.tableFull.Load() }
+
+// Entry is a live entry of the table, as Entries reports it.
+type Entry struct {
+	MAC  uint64 // 48 bits
+	Port uint16
+	Age  int64 // time since the MAC was last seen (to within the refresh interval, Aging/8)
+}
+
+// Entries lists the live entries at now, at most limit of them (0: all), in
+// slot order. Like Stats it walks the whole table and allocates: for
+// tools, not for the forwarding path. Entries learnt or retired during the
+// walk may be missed or listed.
+func (t *Table) Entries(now int64, limit int) []Entry {
+	var es []Entry
+	for i := range t.slots {
+		s := &t.slots[i]
+		k := s.key.Load()
+		if k == 0 || uint16(k) >= special {
+			continue
+		}
+		age := now - s.seen.Load()
+		if age > t.aging || s.key.Load() != k {
+			continue
+		}
+		es = append(es, Entry{MAC: k >> 16, Port: uint16(k) - 1, Age: max(age, 0)})
+		if limit > 0 && len(es) == limit {
+			break
+		}
+	}
+	return es
+}

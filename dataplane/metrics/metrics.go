@@ -57,11 +57,11 @@ var (
 	dEmitFailed = desc("emit_failed_total", "Frames the switch meant to emit on the port but could not (no frame free, lane full, port down), by kind.", "port", "kind")
 	dBufUsed    = desc("buffer_used_bytes", "Bytes held in the shared buffer by all egress queues.")
 	dBufSize    = desc("buffer_size_bytes", "Size of the shared buffer.")
-	dRate       = desc("port_rate_bits", "Configured egress rate of the port in bit/s (0 = unlimited).", "port")
+	dRate       = desc("port_rate_bytes_per_second", "Egress line rate of the port in bytes per second (bit/s / 8; 0 = unlimited); changes with gswitchctl set.", "port")
 	dInfo       = desc("port_info", "How the port is attached.", "port", "interface", "xdp_mode", "zerocopy", "queues")
 	dXsk        = desc("xsk_kernel_total", "The kernel's AF_XDP socket counters (XDP_STATISTICS).", "port", "queue", "counter")
 	dFrames     = desc("umem_frames", "UMEM frames by where they are.", "state")
-	dFramesTot  = desc("umem_frames_total", "UMEM frames in all.")
+	dFramesTot  = desc("umem_size_frames", "UMEM frames in all (the sum of gswitch_umem_frames over its states).")
 	dMAC        = desc("mac_table_entries", "Live entries in the MAC learning table.")
 	dMACFull    = desc("mac_table_full_total", "Addresses that could not be learnt because their slots were taken.")
 	dMACPort    = desc("mac_table_port_entries", "Live addresses learnt on the port.", "port")
@@ -134,7 +134,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if r, ok := s.(interface{ Round() uint64 }); ok {
 			gauge(dRound, float64(r.Round()), p.Name)
 		}
-		gauge(dRate, float64(p.RateBits()), p.Name)
+		gauge(dRate, float64(p.RateBits())/8, p.Name)
 		if i < len(c.info) {
 			inf := c.info[i]
 			gauge(dInfo, 1, p.Name, inf.Interface, inf.XDPMode, strconv.FormatBool(inf.ZeroCopy), strconv.Itoa(len(p.Links())))

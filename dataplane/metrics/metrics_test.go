@@ -39,12 +39,12 @@ gswitch_port_rx_packets_total{port="b"} 0
 # TYPE gswitch_port_tx_packets_total counter
 gswitch_port_tx_packets_total{port="a"} 0
 gswitch_port_tx_packets_total{port="b"} 5
-# HELP gswitch_port_rate_bits Configured egress rate of the port in bit/s (0 = unlimited).
-# TYPE gswitch_port_rate_bits gauge
-gswitch_port_rate_bits{port="a"} 0
-gswitch_port_rate_bits{port="b"} 1e+07
+# HELP gswitch_port_rate_bytes_per_second Egress line rate of the port in bytes per second (bit/s / 8; 0 = unlimited); changes with gswitchctl set.
+# TYPE gswitch_port_rate_bytes_per_second gauge
+gswitch_port_rate_bytes_per_second{port="a"} 0
+gswitch_port_rate_bytes_per_second{port="b"} 1.25e+06
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_port_rx_packets_total", "gswitch_port_tx_packets_total", "gswitch_port_rate_bits"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_port_rx_packets_total", "gswitch_port_tx_packets_total", "gswitch_port_rate_bytes_per_second"); err != nil {
 		t.Fatal(err)
 	}
 	if v := testutil.ToFloat64(onlyMetric(t, reg, "gswitch_drops_total", `reason="malformed"`, `port="a"`)); v != 1 {

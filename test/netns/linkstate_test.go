@@ -69,7 +69,7 @@ func TestInterfaceDeletedAndRecreated(t *testing.T) {
 	m := waitMetric(t, sw, "port p3 down", func(m map[string]float64) bool { return m[`gswitch_port_up{port="p3"}`] == 0 })
 	m = waitMetric(t, sw, "frames of p3 back", func(m map[string]float64) bool {
 		pool := m[`gswitch_umem_frames{state="free"}`] + m[`gswitch_umem_frames{state="fill"}`]
-		return m[`gswitch_umem_frames{state="fill"}`] < fill0*0.75 && pool == m["gswitch_umem_frames_total"]
+		return m[`gswitch_umem_frames{state="fill"}`] < fill0*0.75 && pool == m["gswitch_umem_size_frames"]
 	})
 	t.Logf("after the delete: fill %v -> %v frames, port_up %v", fill0, m[`gswitch_umem_frames{state="fill"}`], portUp(m))
 	// Traffic toward the gone host (broadcasts, a stale ARP entry) must not make the switch spin.

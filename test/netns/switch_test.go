@@ -98,8 +98,8 @@ func TestShapedPort100Mbit(t *testing.T) {
 		t.Fatalf("goodput %.1f Mbit/s, want 90..100", g)
 	}
 	m := sw.Scrape()
-	if m[portMetric("gswitch_port_rate_bits", "p2")] != 100e6 {
-		t.Fatalf("rate metric %v", m[portMetric("gswitch_port_rate_bits", "p2")])
+	if m[portMetric("gswitch_port_rate_bytes_per_second", "p2")] != 100e6/8 {
+		t.Fatalf("rate metric %v", m[portMetric("gswitch_port_rate_bytes_per_second", "p2")])
 	}
 	sw.CheckFramesBack()
 }
