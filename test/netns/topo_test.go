@@ -284,7 +284,7 @@ func (sw *Switch) CheckFramesBack() {
 		inFlight := m[`gswitch_umem_frames{state="queued"}`] + m[`gswitch_umem_frames{state="tx"}`] +
 			m[`gswitch_umem_frames{state="handoff"}`] + m[`gswitch_umem_frames{state="returning"}`]
 		pool := m[`gswitch_umem_frames{state="free"}`] + m[`gswitch_umem_frames{state="fill"}`]
-		if inFlight == 0 && pool == m["gswitch_umem_frames_total"] && pool > 0 {
+		if inFlight == 0 && pool == m["gswitch_umem_size_frames"] && pool > 0 {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
