@@ -618,3 +618,25 @@ links: [{a: h1, b: sw1}, {a: sw1, b: sw2, mtu: 3000}, {a: h2, b: sw2, mtu: 3000}
 	}
 	assertGone(t, tp, o, nil)
 }
+
+// TestCCMustBeAllowed: a host's cc outside the root namespace's
+// tcp_allowed_congestion_control is refused before anything is made, naming
+// the field and the sysctl that would allow it.
+func TestCCMustBeAllowed(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+	if err != nil {
+		t.Skipf("no tcp_allowed_congestion_control: %v", err)
+	}
+	allowed := strings.Fields(string(b))
+	_, p := mustPlan(t, strings.Replace(small, "h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.2.1/24, cc: nosuchcc}", 1))
+	err = checkCC(p)
+	if err == nil || !strings.Contains(err.Error(), "hosts.h3.cc: nosuchcc is not in net.ipv4.tcp_allowed_congestion_control") || !strings.Contains(err.Error(), "sysctl -w") {
+		t.Errorf("got %v", err)
+	}
+	if len(allowed) > 0 {
+		_, p = mustPlan(t, strings.Replace(small, "h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.2.1/24, cc: "+allowed[0]+"}", 1))
+		if err := checkCC(p); err != nil {
+			t.Errorf("cc %s (allowed): %v", allowed[0], err)
+		}
+	}
+}
