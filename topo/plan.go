@@ -318,7 +318,8 @@ func (t *Topology) checkTree() error {
 
 // route computes the l3 static routes and neighbours: every switch routes
 // each host subnet it is not connected to via every neighbour on a shortest
-// path (hop count) to the subnet's switch.
+// path (hop count) to the subnet's switch, in the order of the next-hop
+// switches' ids.
 func (t *Topology) route(p *Plan, swPlan map[string]*SwitchPlan, hostPlan map[string]*HostPlan) error {
 	type subnet struct {
 		prefix netip.Prefix

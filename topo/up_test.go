@@ -640,3 +640,67 @@ func TestCCMustBeAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestUpNoSwitches: with NoSwitches, Up makes the hosts and links and
+// writes the configs but starts no gswitchd (it needs no binary); the
+// caller's own gswitchd on those configs forwards, and Down stops it with
+// the rest.
+func TestUpNoSwitches(t *testing.T) {
+	requireRoot(t)
+	tp := lineTopology(t)
+	o := testOptions(t)
+	o.Gswitchd = "/nonexistent/gswitchd"
+	o.NoSwitches = true
+	cleanup(t, tp, o)
+	r, err := Up(context.Background(), tp, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Plan()
+	if r.Targets != "" {
+		t.Errorf("targets %q without switches", r.Targets)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, "targets.json")); err == nil {
+		t.Error("targets.json written without switches")
+	}
+	var pids []int
+	for i, s := range r.Switches {
+		if s.PID != 0 {
+			t.Errorf("switch %s has pid %d", s.Name, s.PID)
+		}
+		if b, err := os.ReadFile(s.Config); err != nil || !bytes.Equal(b, p.Switches[i].Config) {
+			t.Errorf("switch %s config %s: %v", s.Name, s.Config, err)
+		}
+		if left := procsRunningConfigs(map[string]bool{s.Config: true}); len(left) > 0 {
+			t.Errorf("a gswitchd runs %s: %v", s.Config, left)
+		}
+		cmd := exec.Command(gswitchdBin, "-config", s.Config)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go cmd.Wait()
+		pids = append(pids, cmd.Process.Pid)
+	}
+	for _, s := range r.Switches {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := http.Get("http://" + s.Metrics + "/metrics")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("our gswitchd for %s: %v", s.Name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	ping(t, r, "h1", "h3")
+	if att, err := Attach(tp, o); err != nil || att.Targets != "" || len(att.Hosts) != 3 {
+		t.Errorf("attach: %v %+v", err, att)
+	}
+	if err := r.Down(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, tp, o, pids)
+}
