@@ -18,7 +18,7 @@ for t in ip ethtool iperf3 ping curl; do
 	command -v $t >/dev/null || { echo "demo.sh: $t missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 
-ID=gsd$$
+ID=$(topo_id gd)
 WORK=$(mktemp -d)
 METRICS=127.0.0.1:${DEMO_METRICS_PORT:-9464}
 PID=
@@ -33,17 +33,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "== building gswitchd"
+echo "== building gswitchd and gswitchctl"
 go build -o "$WORK/gswitchd" ./cmd/gswitchd
+go build -o "$WORK/gswitchctl" ./cmd/gswitchctl
 
-echo "== three hosts in namespaces, offloads off (AF_XDP copies frames raw)"
+echo "== three hosts in namespaces, offloads off (AF_XDP copies frames raw): gswitchctl topo up -no-switches"
 topo_up $ID 3 10.201.0
 
 cat >"$WORK/gswitchd.yaml" <<YAML
 ports:
-  - {name: p1, interface: ${ID}p1}
-  - {name: p2, interface: ${ID}p2}
-  - {name: p3, interface: ${ID}p3, rate: 200Mbit, buffer: 512KiB, scheduler: $SCHED, queues: 8}
+  - {name: p1, interface: $(topo_port $ID 1)}
+  - {name: p2, interface: $(topo_port $ID 2)}
+  - {name: p3, interface: $(topo_port $ID 3), rate: 200Mbit, buffer: 512KiB, scheduler: $SCHED, queues: 8}
 metrics: $METRICS
 YAML
 echo "== starting gswitchd"

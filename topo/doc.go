@@ -10,15 +10,18 @@
 //     from the file alone: one network namespace per host (<name>-<host>)
 //     with eth0, one veth per link (switch ends in the root namespace, named
 //     <name>-<switch#>p<port#>), locally administered MACs, in l3 mode the
-//     addresses (host subnets, /31s from fabric_pool on switch-switch links),
-//     the hosts' routes and each switch's static routes (ECMP over every
-//     neighbour on a shortest path) and neighbours, and one gswitchd config
-//     per switch. The per-switch and per-port gswitchd settings of the file are
+//     addresses (each host port a subnet of its own, /31s from
+//     fabric_pool on switch-switch links), the hosts' routes and each
+//     switch's static routes (ECMP over every neighbour on a shortest path,
+//     listed by the next-hop switch's id so that both directions of a flow
+//     pick the same switches) and neighbours, and one gswitchd config per
+//     switch. The per-switch and per-port gswitchd settings of the file are
 //     opaque YAML maps merged over each other and emitted with the keys the
 //     plan computes; this package does not interpret them.
 //   - Up makes the plan real (netlink for namespaces, links, addresses,
 //     routes and neighbours; ethtool for offloads), starts one gswitchd per
-//     switch and records what it made in <state>/<name>/state.json as it goes.
+//     switch (none with UpOptions.NoSwitches: the caller runs its own on the
+//     ports) and records what it made in <state>/<name>/state.json as it goes.
 //     It refuses to start when a namespace, interface or metrics port of the
 //     topology already exists, and removes what it made when a step fails.
 //     Down removes everything, from the state file and from the names the

@@ -552,9 +552,8 @@ func (t *Topology) validateL2() error {
 
 func (t *Topology) validateL3(hostLink map[string]int) error {
 	type subnet struct {
-		host string // first host on it
+		host string // the host on it
 		sw   string
-		gw   netip.Addr
 	}
 	subnets := map[netip.Prefix]*subnet{}
 	var order []netip.Prefix
@@ -576,28 +575,22 @@ func (t *Topology) validateL3(hostLink map[string]int) error {
 				return fmt.Errorf("%s.addr: subnet %s overlaps %s of hosts.%s (host subnets must not overlap)", path, net, p, subnets[p].host)
 			}
 		}
-		sn := subnets[net]
-		if sn == nil {
-			sn = &subnet{host: h.Name, sw: sw}
-			subnets[net] = sn
-			order = append(order, net)
-		} else if sn.sw != sw {
-			return fmt.Errorf("%s.addr: subnet %s is already served by switch %s (hosts.%s); a host subnet belongs to one switch, give this host another subnet", path, net, sn.sw, sn.host)
-		}
-		if !h.Gateway.IsValid() {
-			if sn.gw.IsValid() {
-				h.Gateway = sn.gw
-			} else {
-				h.Gateway = lastAddr(net).Prev()
+		if sn := subnets[net]; sn != nil {
+			if sn.sw != sw {
+				return fmt.Errorf("%s.addr: subnet %s is already served by switch %s (hosts.%s); a host subnet belongs to one switch, give this host another subnet", path, net, sn.sw, sn.host)
 			}
+			// A routed access port: the switch port is the host's gateway
+			// and the subnet's only port, so two hosts cannot share it.
+			return fmt.Errorf("%s.addr: %s shares %s with %s on %s: in l3 mode each host port is a subnet of its own (give %s e.g. %s)", path, h.Addr, net, sn.host, sw, h.Name, t.freeSubnet(h.Addr))
+		}
+		subnets[net] = &subnet{host: h.Name, sw: sw}
+		order = append(order, net)
+		if !h.Gateway.IsValid() {
+			h.Gateway = lastAddr(net).Prev()
 		}
 		if !net.Contains(h.Gateway) || h.Gateway == net.Addr() || h.Gateway == lastAddr(net) {
 			return fmt.Errorf("%s.gateway: %s is not a usable address of the host's subnet %s", path, h.Gateway, net)
 		}
-		if sn.gw.IsValid() && sn.gw != h.Gateway {
-			return fmt.Errorf("%s.gateway: %s differs from %s, the gateway of hosts.%s on %s (hosts on one subnet share one gateway)", path, h.Gateway, sn.gw, sn.host, net)
-		}
-		sn.gw = h.Gateway
 	}
 	for _, h := range t.Hosts {
 		if other, clash := addrs[h.Gateway]; clash {
@@ -621,6 +614,40 @@ func (t *Topology) validateL3(hostLink map[string]int) error {
 		}
 	}
 	return nil
+}
+
+// freeSubnet suggests an address for a host whose subnet is taken: the
+// same host part in the first subnet of the same length, after the
+// host's, that no host subnet and not the fabric pool overlaps.
+func (t *Topology) freeSubnet(a netip.Prefix) netip.Prefix {
+	size := uint32(1) << (32 - a.Bits())
+	off := addrDiff(a.Addr(), a.Masked().Addr())
+	net := a.Masked().Addr()
+	for i := 0; i < 1<<16; i++ {
+		next := addAddr(net, size)
+		if next.Compare(net) <= 0 { // wrapped around
+			break
+		}
+		net = next
+		cand := netip.PrefixFrom(net, a.Bits())
+		free := !cand.Overlaps(t.FabricPool)
+		for _, h := range t.Hosts {
+			if h.Addr.Masked().Overlaps(cand) {
+				free = false
+			}
+		}
+		if free {
+			return netip.PrefixFrom(addAddr(net, off), a.Bits())
+		}
+	}
+	return netip.PrefixFrom(addAddr(a.Masked().Addr(), size), a.Bits())
+}
+
+func addrDiff(a, b netip.Addr) uint32 { return addrU32(a) - addrU32(b) }
+
+func addrU32(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
 // lastAddr is the highest address of p (the broadcast address).

@@ -7,7 +7,7 @@ import (
 )
 
 // small is a valid l3 topology the error cases start from: two switches,
-// two hosts on sw1's subnet, one on sw2's.
+// two hosts on sw1 (each port a subnet of its own), one on sw2.
 const small = `
 name: t
 switches:
@@ -15,7 +15,7 @@ switches:
   sw2: {}
 hosts:
   h1: {addr: 10.1.1.1/24}
-  h2: {addr: 10.1.1.2/24}
+  h2: {addr: 10.1.3.1/24}
   h3: {addr: 10.1.2.1/24}
 links:
   - {a: h1, b: sw1}
@@ -56,7 +56,9 @@ func TestValidationErrors(t *testing.T) {
 		}
 		return b.String()
 	}
-	l2 := func(s string) string { return strings.Replace(s, "name: t\n", "name: t\nmode: l2\n", 1) }
+	l2 := func(s string) string {
+		return strings.Replace(strings.Replace(s, "name: t\n", "name: t\nmode: l2\n", 1), "10.1.3.1/24", "10.1.1.2/24", 1)
+	}
 	cases := []struct {
 		name, yaml, want string
 	}{
@@ -124,13 +126,14 @@ func TestValidationErrors(t *testing.T) {
 		{"addr a mapping", edit("10.1.2.1/24", "{ip: 1}"), "hosts.h3.addr: line 9: a mapping where a single value belongs"},
 		{"addr /31", edit("10.1.2.1/24", "10.1.2.1/31"), "hosts.h3.addr: prefix length /31 out of range"},
 		{"addr is the network address", edit("10.1.2.1/24", "10.1.2.0/24"), "hosts.h3.addr: 10.1.2.0 is the network or broadcast address"},
-		{"two hosts with one address", edit("10.1.1.2/24", "10.1.1.1/24"), "hosts.h2.addr: 10.1.1.1 is already the address of hosts.h1"},
+		{"two hosts with one address", edit("10.1.3.1/24", "10.1.1.1/24"), "hosts.h2.addr: 10.1.1.1 is already the address of hosts.h1"},
+		{"two hosts on one subnet of a switch", edit("10.1.3.1/24", "10.1.1.2/24"), "hosts.h2.addr: 10.1.1.2/24 shares 10.1.1.0/24 with h1 on sw1: in l3 mode each host port is a subnet of its own (give h2 e.g. 10.1.3.2/24)"},
+		{"two hosts on one subnet, suggestion outside the fabric pool", edit("name: t", "name: t\nfabric_pool: 10.1.3.0/24", "10.1.3.1/24", "10.1.1.2/24"), "(give h2 e.g. 10.1.4.2/24)"},
 		{"overlapping subnets on different switches", edit("10.1.2.1/24", "10.1.0.1/16"), "hosts.h3.addr: subnet 10.1.0.0/16 overlaps 10.1.1.0/24 of hosts.h1"},
 		{"one subnet on two switches", edit("10.1.2.1/24", "10.1.1.3/24"), "hosts.h3.addr: subnet 10.1.1.0/24 is already served by switch sw1 (hosts.h1)"},
-		{"gateway is a host's address", edit("h1: {addr: 10.1.1.1/24}", "h1: {addr: 10.1.1.1/24, gateway: 10.1.1.2}"), "hosts.h1.gateway: 10.1.1.2 is the address of hosts.h2"},
+		{"gateway is the host's address", edit("h1: {addr: 10.1.1.1/24}", "h1: {addr: 10.1.1.1/24, gateway: 10.1.1.1}"), "hosts.h1.gateway: 10.1.1.1 is the address of hosts.h1"},
 		{"gateway outside the subnet", edit("h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.2.1/24, gateway: 10.1.3.1}"), "hosts.h3.gateway: 10.1.3.1 is not a usable address of the host's subnet 10.1.2.0/24"},
 		{"gateway not an address", edit("h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.2.1/24, gateway: router}"), `hosts.h3.gateway: "router" is not an IPv4 address`},
-		{"two gateways on one subnet", edit("h2: {addr: 10.1.1.2/24}", "h2: {addr: 10.1.1.2/24, gateway: 10.1.1.1}"), "hosts.h2.gateway: 10.1.1.1 differs from 10.1.1.254, the gateway of hosts.h1"},
 		{"bad cc", edit("h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.2.1/24, cc: 'TCP Cubic'}"), `hosts.h3.cc: "TCP Cubic" is not a TCP congestion control name`},
 		{"no path to a subnet", edit("  - {a: sw1, b: sw2}\n", ""), "hosts.h3: no path from sw1 to 10.1.2.0/24"},
 		{"l2: gateway", l2(edit("h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.1.3/24, gateway: 10.1.1.254}")), "hosts.h3.gateway: only in mode l3"},

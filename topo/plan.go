@@ -2,10 +2,12 @@ package topo
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -316,7 +318,8 @@ func (t *Topology) checkTree() error {
 
 // route computes the l3 static routes and neighbours: every switch routes
 // each host subnet it is not connected to via every neighbour on a shortest
-// path (hop count) to the subnet's switch.
+// path (hop count) to the subnet's switch, in the order of the next-hop
+// switches' ids.
 func (t *Topology) route(p *Plan, swPlan map[string]*SwitchPlan, hostPlan map[string]*HostPlan) error {
 	type subnet struct {
 		prefix netip.Prefix
@@ -375,14 +378,27 @@ func (t *Topology) route(p *Plan, swPlan map[string]*SwitchPlan, hostPlan map[st
 			if !ok {
 				return fmt.Errorf("hosts.%s: no path from %s to %s (switch %s serves it; link the switches)", sn.host, sp.Name, sn.prefix, sn.sw)
 			}
-			r := Route{Prefix: sn.prefix}
+			var next []*PortPlan
 			for _, port := range sp.Ports {
 				if t.switches[port.Peer] == nil {
 					continue
 				}
 				if pd, ok := d[port.Peer]; ok && pd == hops-1 {
-					r.Via = append(r.Via, port.PeerAddr)
+					next = append(next, port)
 				}
+			}
+			// Equal-cost next hops in the order of the next-hop switches (id,
+			// then name, then link order), the same on every switch: the
+			// switches pick from a group by a symmetric, unseeded flow hash,
+			// so a flow and its reverse cross the same switches only when the
+			// groups of both directions list the switches in one order.
+			slices.SortStableFunc(next, func(a, b *PortPlan) int {
+				sa, sb := t.switches[a.Peer], t.switches[b.Peer]
+				return cmp.Or(cmp.Compare(sa.ID, sb.ID), cmp.Compare(sa.Name, sb.Name), cmp.Compare(a.Link, b.Link))
+			})
+			r := Route{Prefix: sn.prefix}
+			for _, port := range next {
+				r.Via = append(r.Via, port.PeerAddr)
 			}
 			sp.Routes = append(sp.Routes, r)
 		}

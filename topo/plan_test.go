@@ -61,7 +61,8 @@ func (s *SwitchPlan) route(prefix string) *Route {
 }
 
 // leafSpine builds a leaf-spine of the given size in link order: host links
-// first, then for each leaf one link to each spine.
+// first, then for each leaf one link to each spine. Host h of leaf l is
+// 10.l.h.1/24, a subnet of its own.
 func leafSpine(spines, leaves, perLeaf int) string {
 	var b strings.Builder
 	b.WriteString("name: ls\nswitches:\n")
@@ -74,7 +75,7 @@ func leafSpine(spines, leaves, perLeaf int) string {
 	b.WriteString("hosts:\n")
 	for l := 1; l <= leaves; l++ {
 		for h := 1; h <= perLeaf; h++ {
-			fmt.Fprintf(&b, "  h%d_%d: {addr: 10.1.%d.%d/24}\n", l, h, l, h)
+			fmt.Fprintf(&b, "  h%d_%d: {addr: 10.%d.%d.1/24}\n", l, h, l, h)
 		}
 	}
 	b.WriteString("links:\n")
@@ -104,20 +105,22 @@ func TestLeafSpineRoutes(t *testing.T) {
 	spineAddr := func(l, s int) string { return fmt.Sprintf("10.255.0.%d", 2*(2*(l-1)+(s-1))+1) }
 	for l := 1; l <= 4; l++ {
 		leaf := p.sw(fmt.Sprintf("leaf%d", l))
-		if len(leaf.Routes) != 3 {
-			t.Errorf("leaf%d has %d routes, want 3 (one per other leaf): %v", l, len(leaf.Routes), leaf.Routes)
+		if len(leaf.Routes) != 6 {
+			t.Errorf("leaf%d has %d routes, want 6 (one per host of the other leaves): %v", l, len(leaf.Routes), leaf.Routes)
 		}
 		for o := 1; o <= 4; o++ {
-			r := leaf.route(fmt.Sprintf("10.1.%d.0/24", o))
-			if o == l {
-				if r != nil {
-					t.Errorf("leaf%d routes its own subnet: %v", l, r)
+			for h := 1; h <= 2; h++ {
+				r := leaf.route(fmt.Sprintf("10.%d.%d.0/24", o, h))
+				if o == l {
+					if r != nil {
+						t.Errorf("leaf%d routes its own host's subnet: %v", l, r)
+					}
+					continue
 				}
-				continue
-			}
-			want := addrs(spineAddr(l, 1), spineAddr(l, 2))
-			if r == nil || !slices.Equal(r.Via, want) {
-				t.Errorf("leaf%d route to leaf%d's subnet: %v, want via %v", l, o, r, want)
+				want := addrs(spineAddr(l, 1), spineAddr(l, 2))
+				if r == nil || !slices.Equal(r.Via, want) {
+					t.Errorf("leaf%d route to host %d of leaf%d: %v, want via %v", l, h, o, r, want)
+				}
 			}
 		}
 		for s := 1; s <= 2; s++ {
@@ -129,13 +132,15 @@ func TestLeafSpineRoutes(t *testing.T) {
 	}
 	for s := 1; s <= 2; s++ {
 		spine := p.sw(fmt.Sprintf("spine%d", s))
-		if len(spine.Routes) != 4 {
-			t.Errorf("spine%d has %d routes, want 4", s, len(spine.Routes))
+		if len(spine.Routes) != 8 {
+			t.Errorf("spine%d has %d routes, want 8", s, len(spine.Routes))
 		}
 		for l := 1; l <= 4; l++ {
-			r := spine.route(fmt.Sprintf("10.1.%d.0/24", l))
-			if want := addrs(leafAddr(l, s)); r == nil || !slices.Equal(r.Via, want) {
-				t.Errorf("spine%d route to leaf%d: %v, want via %v", s, l, r, want)
+			for h := 1; h <= 2; h++ {
+				r := spine.route(fmt.Sprintf("10.%d.%d.0/24", l, h))
+				if want := addrs(leafAddr(l, s)); r == nil || !slices.Equal(r.Via, want) {
+					t.Errorf("spine%d route to host %d of leaf%d: %v, want via %v", s, h, l, r, want)
+				}
 			}
 			if port := spine.Ports[l-1]; port.Addr != netip.MustParsePrefix(spineAddr(l, s)+"/31") || port.PeerAddr != netip.MustParseAddr(leafAddr(l, s)) {
 				t.Errorf("spine%d port %d: addr %s peer %s", s, port.Index, port.Addr, port.PeerAddr)
@@ -175,6 +180,40 @@ links:
 		if r := s1.route(prefix); r == nil || !slices.Equal(r.Via, via) {
 			t.Errorf("s1 route %s: %v, want via %v", prefix, r, via)
 		}
+	}
+}
+
+// TestNextHopsInSwitchOrder: the equal-cost next hops of a route are listed
+// by the next-hop switch's id (then link order), whatever the
+// order of the links, so both directions of a flow pick the same spine.
+// Here leaf2's links come spine2 first and spine1 has the higher id.
+func TestNextHopsInSwitchOrder(t *testing.T) {
+	_, p := mustPlan(t, `
+name: ord
+switches:
+  leaf1: {}
+  leaf2: {}
+  spine1: {id: 20}
+  spine2: {id: 10}
+  spine3: {id: 15}
+hosts: {h1: {addr: 10.0.1.1/24}, h2: {addr: 10.0.2.1/24}}
+links:
+  - {a: h1, b: leaf1}
+  - {a: h2, b: leaf2}
+  - {a: leaf1, b: spine1}    # 10.255.0.0/31
+  - {a: leaf1, b: spine2}    # .2
+  - {a: leaf1, b: spine3}    # .4
+  - {a: spine3, b: leaf2}    # .6 (spine3 .6, leaf2 .7)
+  - {a: leaf2, b: spine2}    # .8
+  - {a: leaf2, b: spine1}    # .10
+  - {a: leaf2, b: spine1}    # .12: a second link to spine1 comes after the first
+`)
+	// By id: spine2 (10), spine3 (15), spine1 (20).
+	if r := p.sw("leaf1").route("10.0.2.0/24"); r == nil || !slices.Equal(r.Via, addrs("10.255.0.3", "10.255.0.5", "10.255.0.1")) {
+		t.Errorf("leaf1's route to h2: %v, want via spine2, spine3, spine1", r)
+	}
+	if r := p.sw("leaf2").route("10.0.1.0/24"); r == nil || !slices.Equal(r.Via, addrs("10.255.0.9", "10.255.0.6", "10.255.0.11", "10.255.0.13")) {
+		t.Errorf("leaf2's route to h1: %v, want via spine2, spine3, spine1, spine1 (second link)", r)
 	}
 }
 
@@ -225,7 +264,7 @@ func TestHostsAndNeighbours(t *testing.T) {
 	for _, r := range h1.Routes {
 		got = append(got, fmt.Sprintf("%s via %s", r.Prefix, addrList(r.Via)))
 	}
-	if want := []string{"10.1.2.0/24 via 10.1.1.254", "10.3.0.0/16 via 10.1.1.254"}; !slices.Equal(got, want) {
+	if want := []string{"10.1.3.0/24 via 10.1.1.254", "10.1.2.0/24 via 10.1.1.254", "10.3.0.0/16 via 10.1.1.254"}; !slices.Equal(got, want) {
 		t.Errorf("h1 routes %v, want %v", got, want)
 	}
 	sw1 := p.sw("sw1")
@@ -238,7 +277,7 @@ func TestHostsAndNeighbours(t *testing.T) {
 	// sw1: neighbours h1, h2 (host MACs) and sw2's end of link 2.
 	want := []Neighbor{
 		{netip.MustParseAddr("10.1.1.1"), h1.MAC},
-		{netip.MustParseAddr("10.1.1.2"), p.host("h2").MAC},
+		{netip.MustParseAddr("10.1.3.1"), p.host("h2").MAC},
 		{netip.MustParseAddr("10.255.0.1"), p.sw("sw2").Ports[0].MAC},
 	}
 	if len(sw1.Neighbors) != len(want) {

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -62,12 +63,10 @@ func TestShippedTopologies(t *testing.T) {
 			}
 		}
 		// sw1 -> sw2 is 10.255.0.0/31, sw3 -> sw2 10.255.0.2/31: the senders' switches reach the receivers over sw2.
-		checkRoutes(t, p, "sw1", map[string][]string{"10.1.2.0/24": {"10.255.0.1"}, "10.1.3.0/24": {"10.255.0.1"}})
-		checkRoutes(t, p, "sw3", map[string][]string{"10.1.2.0/24": {"10.255.0.3"}, "10.1.1.0/24": {"10.255.0.3"}})
-		checkRoutes(t, p, "sw2", map[string][]string{"10.1.1.0/24": {"10.255.0.0"}, "10.1.3.0/24": {"10.255.0.2"}})
-		if p.host("s1").CC != "cubic" {
-			t.Errorf("s1 cc %q", p.host("s1").CC)
-		}
+		// Each host is a subnet of its own, 10.<switch#>.<k>.0/24.
+		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": {"10.255.0.1"}, "10.2.2.0/24": {"10.255.0.1"}, "10.3.1.0/24": {"10.255.0.1"}})
+		checkRoutes(t, p, "sw3", map[string][]string{"10.2.1.0/24": {"10.255.0.3"}, "10.2.2.0/24": {"10.255.0.3"}, "10.1.1.0/24": {"10.255.0.3"}, "10.1.2.0/24": {"10.255.0.3"}})
+		checkRoutes(t, p, "sw2", map[string][]string{"10.1.1.0/24": {"10.255.0.0"}, "10.1.2.0/24": {"10.255.0.0"}, "10.3.1.0/24": {"10.255.0.2"}})
 	})
 	t.Run("dumbbell", func(t *testing.T) {
 		p := plans["dumbbell.yaml"]
@@ -80,8 +79,12 @@ func TestShippedTopologies(t *testing.T) {
 		if senders != 16 || len(p.Hosts) != 18 || len(p.sw("sw1").Ports) != 17 || len(p.sw("sw2").Ports) != 3 {
 			t.Errorf("%d senders on sw1 of %d hosts; sw1 %d ports, sw2 %d", senders, len(p.Hosts), len(p.sw("sw1").Ports), len(p.sw("sw2").Ports))
 		}
-		checkRoutes(t, p, "sw1", map[string][]string{"10.1.2.0/24": {"10.255.0.1"}})
-		checkRoutes(t, p, "sw2", map[string][]string{"10.1.1.0/24": {"10.255.0.0"}})
+		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": {"10.255.0.1"}, "10.2.2.0/24": {"10.255.0.1"}})
+		sw2 := map[string][]string{}
+		for k := 1; k <= 16; k++ {
+			sw2[fmt.Sprintf("10.1.%d.0/24", k)] = []string{"10.255.0.0"}
+		}
+		checkRoutes(t, p, "sw2", sw2)
 	})
 	t.Run("parking-lot", func(t *testing.T) {
 		p := plans["parking-lot.yaml"]
@@ -92,9 +95,10 @@ func TestShippedTopologies(t *testing.T) {
 			}
 		}
 		// long_s -> long_r: sw1 -> sw2 -> sw3, both links.
-		checkRoutes(t, p, "sw1", map[string][]string{"10.1.3.0/24": {"10.255.0.1"}, "10.1.2.0/24": {"10.255.0.1"}})
-		checkRoutes(t, p, "sw2", map[string][]string{"10.1.3.0/24": {"10.255.0.3"}, "10.1.1.0/24": {"10.255.0.0"}})
-		checkRoutes(t, p, "sw3", map[string][]string{"10.1.1.0/24": {"10.255.0.2"}, "10.1.2.0/24": {"10.255.0.2"}})
+		via1, via2, via3 := []string{"10.255.0.1"}, []string{"10.255.0.3"}, []string{"10.255.0.2"}
+		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": via1, "10.2.2.0/24": via1, "10.3.1.0/24": via1, "10.3.2.0/24": via1})
+		checkRoutes(t, p, "sw2", map[string][]string{"10.3.1.0/24": via2, "10.3.2.0/24": via2, "10.1.1.0/24": {"10.255.0.0"}, "10.1.2.0/24": {"10.255.0.0"}})
+		checkRoutes(t, p, "sw3", map[string][]string{"10.1.1.0/24": via3, "10.1.2.0/24": via3, "10.2.1.0/24": via3, "10.2.2.0/24": via3})
 	})
 	t.Run("leaf-spine", func(t *testing.T) {
 		p := plans["leaf-spine.yaml"]
@@ -102,9 +106,9 @@ func TestShippedTopologies(t *testing.T) {
 			t.Fatalf("%d switches, %d hosts; want 6 and 8", len(p.Switches), len(p.Hosts))
 		}
 		for _, s := range p.Switches {
-			wantVia, wantRoutes := 2, 3 // leaves: ECMP over both spines to the 3 other leaves
+			wantVia, wantRoutes := 2, 6 // leaves: ECMP over both spines to the 6 hosts of the other leaves
 			if s.Name == "spine1" || s.Name == "spine2" {
-				wantVia, wantRoutes = 1, 4
+				wantVia, wantRoutes = 1, 8
 			}
 			if len(s.Routes) != wantRoutes {
 				t.Errorf("%s: %d routes, want %d", s.Name, len(s.Routes), wantRoutes)
@@ -112,6 +116,9 @@ func TestShippedTopologies(t *testing.T) {
 			for _, r := range s.Routes {
 				if len(r.Via) != wantVia {
 					t.Errorf("%s: route %s via %v, want %d next hops", s.Name, r.Prefix, r.Via, wantVia)
+				}
+				if wantVia == 2 && (r.Via[0] != s.Ports[2].PeerAddr || r.Via[1] != s.Ports[3].PeerAddr) {
+					t.Errorf("%s: route %s via %v, want spine1's end, then spine2's", s.Name, r.Prefix, r.Via)
 				}
 			}
 		}

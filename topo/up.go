@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +40,14 @@ type UpOptions struct {
 	LogDir string
 	// Wait bounds the wait for every gswitchd's metrics endpoint (default DefaultWait).
 	Wait time.Duration
+	// NoSwitches brings up the hosts and links (namespaces, veths,
+	// addresses, routes, neighbours) and writes each switch's gswitchd
+	// config, but starts no gswitchd and writes no targets.json: the caller
+	// runs its own switches on the ports (tests that start, stop and kill
+	// gswitchd themselves; scripts that run one config after another).
+	// Down is the same either way; it also stops a gswitchd running one of
+	// the written configs.
+	NoSwitches bool
 }
 
 func (o UpOptions) withDefaults(t *Topology) UpOptions {
@@ -59,7 +69,8 @@ func (o UpOptions) withDefaults(t *Topology) UpOptions {
 // Running is a topology that is up.
 type Running struct {
 	Name string
-	// Dir is the topology's state directory; Targets the file_sd file in it.
+	// Dir is the topology's state directory; Targets the file_sd file in it
+	// ("" when it was brought up with NoSwitches).
 	Dir      string
 	Targets  string
 	Hosts    []RunningHost
@@ -82,7 +93,7 @@ type RunningHost struct {
 // RunningSwitch is a gswitchd of a running topology.
 type RunningSwitch struct {
 	Name    string
-	PID     int
+	PID     int    // 0 when the topology was brought up with NoSwitches
 	Metrics string // host:port
 	Config  string // path of its YAML
 	Log     string // path of its log
@@ -128,6 +139,7 @@ type state struct {
 	File       string        `json:"file,omitempty"`
 	Started    time.Time     `json:"started"`
 	Complete   bool          `json:"complete"`
+	NoSwitches bool          `json:"no_switches,omitempty"`
 	Namespaces []string      `json:"namespaces"`
 	Links      []string      `json:"links"` // root-namespace interfaces
 	Processes  []process     `json:"processes"`
@@ -139,7 +151,7 @@ type stateSwitch struct {
 	Name    string `json:"name"`
 	Metrics string `json:"metrics"`
 	Config  string `json:"config"`
-	Log     string `json:"log"`
+	Log     string `json:"log,omitempty"`
 }
 
 // process is a gswitchd Up started. Down signals it only if
@@ -206,20 +218,25 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := exec.LookPath(o.Gswitchd)
-	if err != nil {
-		return nil, fmt.Errorf("gswitchd binary: %w (build it with go build ./cmd/gswitchd and pass its path)", err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
-		return nil, err
+	var bin string
+	if !o.NoSwitches {
+		if bin, err = exec.LookPath(o.Gswitchd); err != nil {
+			return nil, fmt.Errorf("gswitchd binary: %w (build it with go build ./cmd/gswitchd and pass its path)", err)
+		}
+		if bin, err = filepath.Abs(bin); err != nil {
+			return nil, err
+		}
 	}
 	for _, tool := range []string{"ethtool", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, fmt.Errorf("%s not found: Up turns offloads off with ethtool and runs commands in namespaces with nsenter (install ethtool and util-linux)", tool)
 		}
 	}
+	if err := checkCC(p); err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(o.StateDir, t.Name)
-	if err := checkClashes(t, p, dir); err != nil {
+	if err := checkClashes(t, p, dir, !o.NoSwitches); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -228,7 +245,7 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
 		return nil, err
 	}
-	u := &upper{t: t, p: p, o: o, dir: dir, bin: bin, exited: map[int]chan struct{}{},
+	u := &upper{t: t, p: p, o: o, dir: dir, bin: bin, exited: map[int]chan struct{}{}, exitErr: map[int]error{},
 		st: &state{Topology: t.Name, File: absOrEmpty(t.File), Started: time.Now().UTC()}}
 	// Creating the state file exclusively claims the topology: of two Ups
 	// racing past the clash check, one stops here before making anything.
@@ -257,6 +274,9 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 		{"switches", u.switches},
 		{"wait", u.wait},
 	}
+	if o.NoSwitches {
+		steps[3].fn, steps = u.configs, steps[:4]
+	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("bringing %s up: %w", t.Name, err)
@@ -270,10 +290,12 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 			}
 		}
 	}
-	targets := filepath.Join(dir, "targets.json")
-	if err := writeAtomic(targets, p.TargetsJSON()); err != nil {
-		return nil, err
+	if !o.NoSwitches {
+		if err := writeAtomic(filepath.Join(dir, "targets.json"), p.TargetsJSON()); err != nil {
+			return nil, err
+		}
 	}
+	u.st.NoSwitches = o.NoSwitches
 	u.st.Complete = true
 	if err := u.st.save(dir); err != nil {
 		return nil, err
@@ -295,7 +317,10 @@ func absOrEmpty(p string) string {
 
 func (s *state) running(t *Topology, o UpOptions) *Running {
 	dir := filepath.Join(o.StateDir, t.Name)
-	r := &Running{Name: t.Name, Dir: dir, Targets: filepath.Join(dir, "targets.json"), Hosts: s.Hosts, topo: t, opts: o}
+	r := &Running{Name: t.Name, Dir: dir, Hosts: s.Hosts, topo: t, opts: o}
+	if !s.NoSwitches {
+		r.Targets = filepath.Join(dir, "targets.json")
+	}
 	for _, sw := range s.Switches {
 		rs := RunningSwitch{Name: sw.Name, Metrics: sw.Metrics, Config: sw.Config, Log: sw.Log}
 		for _, pr := range s.Processes {
@@ -326,8 +351,9 @@ func Attach(t *Topology, o UpOptions) (*Running, error) {
 }
 
 // checkClashes refuses a topology whose namespaces, interfaces, metrics
-// addresses or state file exist already.
-func checkClashes(t *Topology, p *Plan, dir string) error {
+// addresses (when metrics, i.e. its switches are started) or state file
+// exist already.
+func checkClashes(t *Topology, p *Plan, dir string, metrics bool) error {
 	var clashes []string
 	if _, err := os.Stat(statePath(dir)); err == nil {
 		clashes = append(clashes, fmt.Sprintf("state file %s exists: topology %s is up, or was not taken down (gswitchctl topo down)", statePath(dir), t.Name))
@@ -351,6 +377,9 @@ func checkClashes(t *Topology, p *Plan, dir string) error {
 				clashes = append(clashes, fmt.Sprintf("interface %s (switch %s port %s) exists, %s", port.Interface, s.Name, port.Name, why))
 			}
 		}
+		if !metrics {
+			continue
+		}
 		if ln, err := net.Listen("tcp", s.Metrics); err != nil {
 			clashes = append(clashes, fmt.Sprintf("metrics address %s (switch %s) is in use: %v (pick another metrics_base)", s.Metrics, s.Name, err))
 		} else {
@@ -359,6 +388,24 @@ func checkClashes(t *Topology, p *Plan, dir string) error {
 	}
 	if len(clashes) > 0 {
 		return fmt.Errorf("topology %s clashes with what exists; nothing was changed:\n  %s", t.Name, strings.Join(clashes, "\n  "))
+	}
+	return nil
+}
+
+// checkCC refuses a host congestion control that a network namespace
+// other than the root may not select: the kernel allows there only those in
+// net.ipv4.tcp_allowed_congestion_control (of the root namespace).
+func checkCC(p *Plan) error {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+	if err != nil {
+		return nil // no such sysctl: the write in the namespace tells
+	}
+	allowed := strings.Fields(string(b))
+	for _, h := range p.Hosts {
+		if h.CC != "" && !slices.Contains(allowed, h.CC) {
+			return fmt.Errorf("hosts.%s.cc: %s is not in net.ipv4.tcp_allowed_congestion_control (%q), and a network namespace other than the root may select only those (add it: sysctl -w net.ipv4.tcp_allowed_congestion_control=%q, or drop cc)",
+				h.Name, h.CC, strings.Join(allowed, " "), strings.Join(append(allowed, h.CC), " "))
+		}
 	}
 	return nil
 }
@@ -392,6 +439,9 @@ type upper struct {
 	bin    string
 	st     *state
 	exited map[int]chan struct{}
+	// exitErr holds how each gswitchd ended, once its channel is closed.
+	mu      sync.Mutex
+	exitErr map[int]error
 }
 
 func (u *upper) namespaces(context.Context) error {
@@ -590,6 +640,18 @@ func nsHandle(ns string) (*netlink.Handle, error) {
 	return nh, nil
 }
 
+// configs writes each switch's gswitchd config (NoSwitches: nothing is started).
+func (u *upper) configs(context.Context) error {
+	for _, s := range u.p.Switches {
+		cfg := filepath.Join(u.dir, s.Name+".yaml")
+		if err := writeAtomic(cfg, s.Config); err != nil {
+			return err
+		}
+		u.st.Switches = append(u.st.Switches, stateSwitch{Name: s.Name, Metrics: s.Metrics, Config: cfg})
+	}
+	return u.st.save(u.dir)
+}
+
 func (u *upper) switches(context.Context) error {
 	for _, s := range u.p.Switches {
 		cfg := filepath.Join(u.dir, s.Name+".yaml")
@@ -612,8 +674,15 @@ func (u *upper) switches(context.Context) error {
 			return fmt.Errorf("switches.%s: starting %s: %w", s.Name, u.bin, err)
 		}
 		ch := make(chan struct{})
-		go func() { cmd.Wait(); close(ch) }()
-		u.exited[cmd.Process.Pid] = ch
+		pid := cmd.Process.Pid
+		go func() {
+			err := cmd.Wait()
+			u.mu.Lock()
+			u.exitErr[pid] = err
+			u.mu.Unlock()
+			close(ch)
+		}()
+		u.exited[pid] = ch
 		start, _ := procStart(cmd.Process.Pid)
 		u.st.Processes = append(u.st.Processes, process{Switch: s.Name, PID: cmd.Process.Pid, Start: start, Argv: cmd.Args})
 		if err := u.st.save(u.dir); err != nil {
@@ -633,7 +702,10 @@ func (u *upper) wait(parent context.Context) error {
 		for {
 			select {
 			case <-u.exited[pr.PID]:
-				return fmt.Errorf("switches.%s: gswitchd exited during start-up; %s ends:\n%s", s.Name, u.logName(i), logTail(u.st.Switches[i].Log))
+				u.mu.Lock()
+				how := u.exitErr[pr.PID]
+				u.mu.Unlock()
+				return fmt.Errorf("switches.%s: gswitchd exited during start-up (%v); %s ends:\n%s", s.Name, how, u.logName(i), logTail(u.st.Switches[i].Log))
 			default:
 			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Metrics+"/metrics", nil)

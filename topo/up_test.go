@@ -618,3 +618,89 @@ links: [{a: h1, b: sw1}, {a: sw1, b: sw2, mtu: 3000}, {a: h2, b: sw2, mtu: 3000}
 	}
 	assertGone(t, tp, o, nil)
 }
+
+// TestCCMustBeAllowed: a host's cc outside the root namespace's
+// tcp_allowed_congestion_control is refused before anything is made, naming
+// the field and the sysctl that would allow it.
+func TestCCMustBeAllowed(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+	if err != nil {
+		t.Skipf("no tcp_allowed_congestion_control: %v", err)
+	}
+	allowed := strings.Fields(string(b))
+	_, p := mustPlan(t, strings.Replace(small, "h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.2.1/24, cc: nosuchcc}", 1))
+	err = checkCC(p)
+	if err == nil || !strings.Contains(err.Error(), "hosts.h3.cc: nosuchcc is not in net.ipv4.tcp_allowed_congestion_control") || !strings.Contains(err.Error(), "sysctl -w") {
+		t.Errorf("got %v", err)
+	}
+	if len(allowed) > 0 {
+		_, p = mustPlan(t, strings.Replace(small, "h3: {addr: 10.1.2.1/24}", "h3: {addr: 10.1.2.1/24, cc: "+allowed[0]+"}", 1))
+		if err := checkCC(p); err != nil {
+			t.Errorf("cc %s (allowed): %v", allowed[0], err)
+		}
+	}
+}
+
+// TestUpNoSwitches: with NoSwitches, Up makes the hosts and links and
+// writes the configs but starts no gswitchd (it needs no binary); the
+// caller's own gswitchd on those configs forwards, and Down stops it with
+// the rest.
+func TestUpNoSwitches(t *testing.T) {
+	requireRoot(t)
+	tp := lineTopology(t)
+	o := testOptions(t)
+	o.Gswitchd = "/nonexistent/gswitchd"
+	o.NoSwitches = true
+	cleanup(t, tp, o)
+	r, err := Up(context.Background(), tp, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Plan()
+	if r.Targets != "" {
+		t.Errorf("targets %q without switches", r.Targets)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, "targets.json")); err == nil {
+		t.Error("targets.json written without switches")
+	}
+	var pids []int
+	for i, s := range r.Switches {
+		if s.PID != 0 {
+			t.Errorf("switch %s has pid %d", s.Name, s.PID)
+		}
+		if b, err := os.ReadFile(s.Config); err != nil || !bytes.Equal(b, p.Switches[i].Config) {
+			t.Errorf("switch %s config %s: %v", s.Name, s.Config, err)
+		}
+		if left := procsRunningConfigs(map[string]bool{s.Config: true}); len(left) > 0 {
+			t.Errorf("a gswitchd runs %s: %v", s.Config, left)
+		}
+		cmd := exec.Command(gswitchdBin, "-config", s.Config)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go cmd.Wait()
+		pids = append(pids, cmd.Process.Pid)
+	}
+	for _, s := range r.Switches {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := http.Get("http://" + s.Metrics + "/metrics")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("our gswitchd for %s: %v", s.Name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	ping(t, r, "h1", "h3")
+	if att, err := Attach(tp, o); err != nil || att.Targets != "" || len(att.Hosts) != 3 {
+		t.Errorf("attach: %v %+v", err, att)
+	}
+	if err := r.Down(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, tp, o, pids)
+}

@@ -78,7 +78,7 @@ func TestTargetsAndShow(t *testing.T) {
 	code, out, _ = capture(t, func() int {
 		return dispatch([]string{"topo", "show", "-configs", "../../topologies/parking-lot.yaml"})
 	})
-	if code != 0 || !strings.Contains(out, "route 10.1.3.0/24") || !strings.Contains(out, "--- sw3.yaml") {
+	if code != 0 || !strings.Contains(out, "route 10.3.1.0/24") || !strings.Contains(out, "--- sw3.yaml") {
 		t.Errorf("show: exit %d\n%s", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -141,5 +141,58 @@ links: [{a: h1, b: s1}, {a: s1, b: s2, rate: 100Mbit}, {a: s2, b: h2}]
 	}
 	if out, err := ctl("exec", file, "h1", "-state", state, "--", "true"); err == nil || !strings.Contains(out, "is not up") {
 		t.Errorf("exec after down: %v\n%s", err, out)
+	}
+}
+
+// TestUpRefusesBadFiles: topo up on a bad file fails with the field named
+// and makes nothing: no state directory, no namespace (it fails while
+// planning, so it needs no root).
+func TestUpRefusesBadFiles(t *testing.T) {
+	b := make([]byte, 3)
+	rand.Read(b)
+	name := "b" + hex.EncodeToString(b)[:5]
+	base := `name: ` + name + `
+switches: {leaf1: {}, leaf2: {}, spine1: {}}
+hosts: {h1: {addr: 10.1.1.1/24}, h2: {addr: 10.2.1.1/24}}
+links:
+  - {a: h1, b: leaf1}
+  - {a: h2, b: leaf2}
+  - {a: leaf1, b: spine1}
+  - {a: leaf2, b: spine1}
+`
+	for _, c := range []struct {
+		what  string
+		edits []string // old, new, ...
+		want  string
+	}{
+		{"unknown switch", []string{"{a: leaf2, b: spine1}", "{a: leaf2, b: spine9}"}, `links[3].b: "spine9" is not a switch or host`},
+		{"port used twice", []string{"{a: leaf1, b: spine1}", "{a: leaf1, b: spine1, name_a: h1}"}, `links[2].name_a: port name "h1" is already used on switch leaf1 by links[0]`},
+		{"missing route", []string{"  - {a: leaf2, b: spine1}\n", ""}, "hosts.h2: no path from leaf1 to 10.2.1.0/24 (switch leaf2 serves it; link the switches)"},
+		{"address clash", []string{"h2: {addr: 10.2.1.1/24}", "h2: {addr: 10.1.1.1/24}"}, "hosts.h2.addr: 10.1.1.1 is already the address of hosts.h1"},
+		{"one subnet for two host ports", []string{"h2: {addr: 10.2.1.1/24}", "h2: {addr: 10.2.1.1/24}, h3: {addr: 10.1.1.2/24}", "links:\n", "links:\n  - {a: h3, b: leaf1}\n"},
+			"hosts.h3.addr: 10.1.1.2/24 shares 10.1.1.0/24 with h1 on leaf1: in l3 mode each host port is a subnet of its own (give h3 e.g. 10.1.2.2/24)"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			src := base
+			for i := 0; i < len(c.edits); i += 2 {
+				if !strings.Contains(src, c.edits[i]) {
+					t.Fatalf("%q not in the file", c.edits[i])
+				}
+				src = strings.Replace(src, c.edits[i], c.edits[i+1], 1)
+			}
+			file := filepath.Join(t.TempDir(), "bad.yaml")
+			os.WriteFile(file, []byte(src), 0o644)
+			state := t.TempDir()
+			code, _, errs := capture(t, func() int { return dispatch([]string{"topo", "up", file, "-state", state, "-no-switches"}) })
+			if code != 1 || !strings.Contains(errs, c.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, c.want)
+			}
+			if ents, _ := os.ReadDir(state); len(ents) != 0 {
+				t.Errorf("state directory not empty: %v", ents)
+			}
+			if _, err := os.Stat("/run/netns/" + name + "-h1"); err == nil {
+				t.Errorf("namespace %s-h1 made", name)
+			}
+		})
 	}
 }

@@ -18,10 +18,12 @@ import (
 
 const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
 
-  up FILE [-gswitchd PATH] [-state DIR] [-log DIR] [-wait 10s]
+  up FILE [-gswitchd PATH] [-state DIR] [-log DIR] [-wait 10s] [-no-switches]
         make the namespaces, veths, addresses, routes and neighbours, start one
         gswitchd per switch, wait until each serves metrics, write
-        DIR/<name>/targets.json (Prometheus file_sd); refused when any of it exists
+        DIR/<name>/targets.json (Prometheus file_sd); refused when any of it exists.
+        -no-switches: hosts and links only; each switch's config is written to
+        DIR/<name>/<switch>.yaml and no gswitchd is started (run your own)
   down FILE [-state DIR]
         stop the topology's gswitchd processes and remove everything it made
         (also after a crash)
@@ -119,6 +121,7 @@ func topoUp(args []string) int {
 	fs.StringVar(&o.StateDir, "state", topo.DefaultStateDir, "state directory")
 	fs.StringVar(&o.LogDir, "log", "", "directory for the switches' logs (default: the topology's state directory)")
 	fs.DurationVar(&o.Wait, "wait", topo.DefaultWait, "how long to wait for every gswitchd to serve metrics")
+	fs.BoolVar(&o.NoSwitches, "no-switches", false, "bring up hosts and links only; start no gswitchd")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("up", err)
@@ -136,12 +139,18 @@ func topoUp(args []string) int {
 	}
 	fmt.Printf("topology %s is up (mode %s) in %.1f s\n", t.Name, t.Mode, time.Since(start).Seconds())
 	for _, s := range r.Switches {
+		if o.NoSwitches {
+			fmt.Printf("  switch %-10s not started (-no-switches); config %s\n", s.Name, s.Config)
+			continue
+		}
 		fmt.Printf("  switch %-10s pid %-8d metrics http://%s/metrics  config %s  log %s\n", s.Name, s.PID, s.Metrics, s.Config, s.Log)
 	}
 	for _, h := range r.Hosts {
 		fmt.Printf("  host   %-10s netns %-14s %s %s\n", h.Name, h.Namespace, h.Interface, h.Addr)
 	}
-	fmt.Printf("Prometheus file_sd targets: %s\n", r.Targets)
+	if r.Targets != "" {
+		fmt.Printf("Prometheus file_sd targets: %s\n", r.Targets)
+	}
 	fmt.Printf("run a command in a host:    gswitchctl topo exec %s %s -- ping -c 3 ADDR\n", pos[0], r.Hosts[0].Name)
 	fmt.Printf("take it down:               gswitchctl topo down %s\n", pos[0])
 	return 0

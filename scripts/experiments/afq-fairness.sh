@@ -14,13 +14,13 @@ export PATH=$PATH:/usr/local/go/bin
 RATE=${RATE:-200Mbit} SCHEDS=${SCHEDS:-"fifo afq"} BUFFER=${BUFFER:-512KB}
 OUT=${OUT:-results-afq-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-ID=gsa$$
+ID=$(topo_id ga)
 exp_begin $ID 5 10.205.0
 run_switch() { # sched
 	{
 		echo "ports:"
-		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i}"; done
-		echo "  - {name: p5, interface: ${ID}p5, rate: $RATE, buffer: $BUFFER, $(policy_keys $1), queues: 32}"
+		for i in 1 2 3 4; do echo "  - {name: p$i, interface: $(topo_port $ID $i)}"; done
+		echo "  - {name: p5, interface: $(topo_port $ID 5), rate: $RATE, buffer: $BUFFER, $(policy_keys $1), queues: 32}"
 		echo "metrics: \"off\""
 	} >"$WORK/gswitchd.yaml"
 	switch_start "$OUT/gswitchd-$1.log"

@@ -16,15 +16,15 @@ RATE=${RATE:-200Mbit} SIZE=${SIZE:-5MB} PFABRIC_RTO=${PFABRIC_RTO:-3ms} BASE_RTT
 case $SENDERS in [1-5]) ;; *) echo "SENDERS=$SENDERS: 1 to 5" >&2; exit 1 ;; esac
 OUT=${OUT:-results-pfabric-serial-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-ID=gsp$$
+ID=$(topo_id gp)
 exp_begin $ID 6 10.206.0
 {
 	echo "ports:"
 	for i in 1 2 3 4 5 6; do
 		if [ $i = 6 ]; then
-			echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, $(policy_keys pfabric)}"
+			echo "  - {name: p$i, interface: $(topo_port $ID $i), rate: $RATE, $(policy_keys pfabric)}"
 		else
-			echo "  - {name: p$i, interface: ${ID}p$i}"
+			echo "  - {name: p$i, interface: $(topo_port $ID $i)}"
 		fi
 	done
 	echo "metrics: \"off\""

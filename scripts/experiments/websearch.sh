@@ -27,14 +27,14 @@ PACE=${PACE-}
 SCHEDS=${SCHEDS:-"fifo sfq pfabric"}
 OUT=${OUT:-results-websearch-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-ID=gsx$$
+ID=$(topo_id gx)
 exp_begin $ID 4 10.204.0
 for s in $SCHEDS; do
 	mode=plain extra=()
 	[ "$s" = pfabric ] && mode=pfabric extra=(-rto "$PFABRIC_RTO")
 	{
 		echo "ports:"
-		for i in 1 2 3 4; do echo "  - {name: p$i, interface: ${ID}p$i, rate: $RATE, buffer: $BUFFER, $(policy_keys $s), queues: 32}"; done
+		for i in 1 2 3 4; do echo "  - {name: p$i, interface: $(topo_port $ID $i), rate: $RATE, buffer: $BUFFER, $(policy_keys $s), queues: 32}"; done
 		echo "metrics: \"off\""
 	} >"$WORK/gswitchd.yaml"
 	switch_start "$OUT/gswitchd-$s.log"

@@ -1,16 +1,25 @@
 # topo.sh — sourced by the demo and experiment scripts: N hosts in network
 # namespaces, each wired by a veth to a switch port in the root namespace.
+# The hosts are an l2 star topology brought up by `gswitchctl topo up
+# -no-switches` (package topo, the code the namespace tests and fabrics use);
+# the scripts run their own gswitchd on the ports.
 #
-#   topo_up ID N SUBNET    host i: namespace ID-hi, eth0 SUBNET.i/24 (no default
-#                          route); switch port IDpi; offloads off on both ends
-#                          (AF_XDP copies frames raw, so checksums must be real)
-#   topo_down ID N         kill what runs in the namespaces, delete them (and the veths)
+#   topo_id PREFIX         a topology name: PREFIX (1-2 characters a-z0-9) and 4
+#                          random hex digits (names are 1-6 characters)
+#   topo_up ID N SUBNET    topology ID: host i in namespace ID-hi, eth0 SUBNET.i/24
+#                          (no default route, offloads and IPv6 off); its switch
+#                          port is the root-namespace interface $(topo_port ID i)
+#   topo_port ID I         the switch-side interface of host I
+#   topo_down ID N         kill what runs in the namespaces, delete them and the veths
+#
+# topo_up and topo_down run $GSWITCHCTL (default $WORK/gswitchctl; exp_begin
+# builds it).
 #
 # For the experiment scripts (run from the repository root):
 #
-#   exp_begin ID N SUBNET  refuse to run unless root; build gswitchd and gsperf
-#                          into $WORK; topo_up; on exit, stop the switch, tear
-#                          the hosts down and remove $WORK
+#   exp_begin ID N SUBNET  refuse to run unless root; build gswitchd, gsperf and
+#                          gswitchctl into $WORK; topo_up; on exit, stop the
+#                          switch, tear the hosts down and remove $WORK
 #   switch_start LOG       run $WORK/gswitchd on $WORK/gswitchd.yaml (PID in $PID)
 #   switch_stop            stop it, if running
 #   policy_keys NAME       the port keys (flow-style YAML) of a queueing policy by
@@ -27,27 +36,41 @@ policy_keys() {
 	esac
 }
 
-topo_up() {
+topo_id() {
+	echo "$1$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')"
+}
+
+topo_port() {
+	echo "$1-1p$2"
+}
+
+# topo_yaml ID N SUBNET: the star topology (docs/topology.md).
+topo_yaml() {
 	local id=$1 n=$2 subnet=$3 i
-	for i in $(seq 1 "$n"); do
-		ip netns add "$id-h$i"
-		ip link add "${id}p$i" type veth peer name eth0 netns "$id-h$i"
-		ip -n "$id-h$i" link set lo up
-		ip -n "$id-h$i" addr add "$subnet.$i/24" dev eth0
-		ip -n "$id-h$i" link set eth0 up
-		ip link set "${id}p$i" up
-		ip netns exec "$id-h$i" ethtool -K eth0 tx off tso off gso off gro off >/dev/null
-		ethtool -K "${id}p$i" tx off tso off gso off gro off >/dev/null
-	done
+	echo "name: $id"
+	echo "mode: l2"
+	echo "switches: {sw: {}}"
+	echo "hosts:"
+	for i in $(seq 1 "$n"); do echo "  h$i: {addr: $subnet.$i/24}"; done
+	echo "links:"
+	for i in $(seq 1 "$n"); do echo "  - {a: h$i, b: sw}"; done
+}
+
+topo_up() {
+	local f
+	f=$(mktemp --suffix=.yaml)
+	topo_yaml "$1" "$2" "$3" >"$f"
+	"${GSWITCHCTL:-$WORK/gswitchctl}" topo up -no-switches "$f" >/dev/null || { rm -f "$f"; return 1; }
+	rm -f "$f"
 }
 
 topo_down() {
-	local id=$1 n=$2 i p
-	for i in $(seq 1 "$n"); do
-		for p in $(ip netns pids "$id-h$i" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-		ip netns del "$id-h$i" 2>/dev/null || true
-		ip link del "${id}p$i" 2>/dev/null || true
-	done
+	local f
+	f=$(mktemp --suffix=.yaml)
+	# Down finds everything by the names the file implies; the subnet does not matter.
+	topo_yaml "$1" "$2" 10.0.0 >"$f"
+	"${GSWITCHCTL:-$WORK/gswitchctl}" topo down "$f" >/dev/null || true
+	rm -f "$f"
 }
 
 exp_begin() {
@@ -57,6 +80,7 @@ exp_begin() {
 	trap exp_end EXIT
 	go build -o "$WORK/gswitchd" ./cmd/gswitchd
 	go build -o "$WORK/gsperf" ./cmd/gsperf
+	go build -o "$WORK/gswitchctl" ./cmd/gswitchctl
 	topo_up "$1" "$2" "$3"
 }
 

@@ -8,4 +8,11 @@
 // processes it started) in t.Cleanup, also when it fails. Tests run one at
 // a time: on a 2-core machine, concurrent iperf3 runs would measure each
 // other.
+//
+// Hosts and links are brought up by package topo, the code behind
+// gswitchctl topo and the scripts: NewTopo is an l2 star of hosts brought up
+// without its switch (topo.UpOptions.NoSwitches), for the tests that start,
+// stop and kill gswitchd themselves with configs of their own; the fabric
+// tests (fabric_test.go) bring up topology files, the shipped ones under a
+// name of their own, with one gswitchd per switch.
 package netns

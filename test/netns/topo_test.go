@@ -3,6 +3,7 @@ package netns
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/topo"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -77,12 +79,18 @@ type Host struct {
 	Port string // the switch-side veth in the root namespace
 }
 
-// Topo is a set of hosts, each on its own switch port. Everything it makes
-// is removed by t.Cleanup, also when the test fails.
+// Topo is a set of hosts, each on its own switch port: an l2 star topology
+// of package topo (the same code as gswitchctl topo and the scripts) brought
+// up without its switch, so each test starts, stops and kills gswitchd
+// itself with a config of its own (StartSwitch). Everything it makes is
+// removed by t.Cleanup, also when the test fails.
 type Topo struct {
 	t     *testing.T
 	ID    string
 	Hosts []*Host
+	// Topology and Running are the topology and what Up made.
+	Topology *topo.Topology
+	Running  *topo.Running
 }
 
 func run(t *testing.T, name string, args ...string) string {
@@ -94,43 +102,70 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// NewTopo creates n hosts 10.<x>.<y>.i/24 with no default route, offloads off.
+// starTopology is an l2 topology of n hosts sub.1 .. sub.n (/24), each
+// linked to one switch, sw.
+func starTopology(name, sub string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nmode: l2\nswitches: {sw: {}}\nhosts:\n", name)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  h%d: {addr: %s.%d/24}\n", i, sub, i)
+	}
+	b.WriteString("links:\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - {a: h%d, b: sw}\n", i)
+	}
+	return b.String()
+}
+
+// NewTopo creates n hosts 10.<x>.<y>.i/24 with no default route, offloads
+// off, IPv6 off; host i's switch port is Hosts[i-1].Port.
 func NewTopo(t *testing.T, n int) *Topo {
 	requireNetns(t)
 	tp := &Topo{t: t, ID: randID()}
 	sub := fmt.Sprintf("10.%d.%d", 100+int(tp.ID[0])%100, int(tp.ID[1])*7%250)
-	t.Cleanup(tp.destroy)
-	for i := 1; i <= n; i++ {
-		h := &Host{NS: fmt.Sprintf("gs%s-h%d", tp.ID, i), IP: fmt.Sprintf("%s.%d", sub, i), Port: fmt.Sprintf("gs%sp%d", tp.ID, i)}
-		tp.Hosts = append(tp.Hosts, h)
-		run(t, "ip", "netns", "add", h.NS)
-		run(t, "ip", "link", "add", h.Port, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
-		run(t, "ip", "-n", h.NS, "link", "set", "lo", "up")
-		run(t, "ip", "-n", h.NS, "addr", "add", h.IP+"/24", "dev", "eth0")
-		run(t, "ip", "-n", h.NS, "link", "set", "eth0", "address", fmt.Sprintf("02:%s:%s:%s:00:%02x", tp.ID[0:2], tp.ID[2:4], tp.ID[4:6], i))
-		run(t, "ip", "-n", h.NS, "link", "set", "eth0", "up")
-		run(t, "ip", "link", "set", h.Port, "up")
-		// AF_XDP copies frames raw: checksum offload and segmentation must be off on both ends.
-		run(t, "ip", "netns", "exec", h.NS, "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off", "gro", "off")
-		run(t, "ethtool", "-K", h.Port, "tx", "off", "tso", "off", "gso", "off", "gro", "off")
-		run(t, "ip", "netns", "exec", h.NS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+	top, err := topo.Parse([]byte(starTopology("t"+tp.ID[:5], sub, n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.Topology = top
+	tp.Running = upTopology(t, top, topo.UpOptions{NoSwitches: true})
+	p, err := top.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range p.Hosts {
+		tp.Hosts = append(tp.Hosts, &Host{NS: h.Namespace, IP: h.Addr.Addr().String(), Port: p.Switches[0].Ports[i].Interface})
 	}
 	return tp
 }
 
-func (tp *Topo) destroy() {
-	for _, h := range tp.Hosts {
-		// Kill whatever we started in the namespace, then the namespace (which deletes the veth).
-		if out, err := exec.Command("ip", "netns", "pids", h.NS).Output(); err == nil {
-			for _, p := range strings.Fields(string(out)) {
-				if p != fmt.Sprint(os.Getpid()) { // a capture socket's thread may have put us there
-					exec.Command("kill", "-9", p).Run()
+// upTopology brings top up with its state (and logs) in a directory of the
+// test and takes it down at cleanup, also when the test fails.
+func upTopology(t *testing.T, top *topo.Topology, o topo.UpOptions) *topo.Running {
+	t.Helper()
+	o.StateDir = t.TempDir()
+	if o.Gswitchd == "" {
+		o.Gswitchd = gswitchdBin
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := topo.Up(ctx, top, o)
+	if err != nil {
+		t.Fatalf("topology %s: %v", top.Name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, s := range r.Switches {
+				if b, err := os.ReadFile(s.Log); err == nil {
+					t.Logf("%s's log:\n%s", s.Name, b)
 				}
 			}
 		}
-		exec.Command("ip", "netns", "del", h.NS).Run()
-		exec.Command("ip", "link", "del", h.Port).Run()
-	}
+		if err := r.Down(); err != nil {
+			t.Errorf("taking topology %s down: %v", top.Name, err)
+		}
+	})
+	return r
 }
 
 // Exec runs a command in host h and returns its output.
@@ -240,15 +275,25 @@ func (sw *Switch) Kill9() {
 // Scrape returns every sample as "name{labels}" -> value, labels sorted as exposed.
 func (sw *Switch) Scrape() map[string]float64 {
 	sw.t.Helper()
-	resp, err := http.Get("http://" + sw.Metrics + "/metrics")
+	m, err := scrape(sw.Metrics)
 	if err != nil {
 		sw.t.Fatal(err)
+	}
+	return m
+}
+
+// scrape reads a gswitchd's metrics at addr (host:port) as Scrape does;
+// safe off the test goroutine.
+func scrape(addr string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(bufio.NewReader(resp.Body))
 	if err != nil {
-		sw.t.Fatal(err)
+		return nil, err
 	}
 	m := map[string]float64{}
 	for name, mf := range mfs {
@@ -271,7 +316,7 @@ func (sw *Switch) Scrape() map[string]float64 {
 			}
 		}
 	}
-	return m
+	return m, nil
 }
 
 // CheckFramesBack waits until no frame is queued or in flight and every
