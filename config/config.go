@@ -152,6 +152,10 @@ type Port struct {
 	// Delay is the one-way propagation delay of the link the port sends on,
 	// e.g. 50us: every frame is held after the shaper until it is due.
 	Delay string `yaml:"delay"`
+	// RxDelay is the delay of the link toward the switch, for a link whose
+	// other end cannot delay what it sends (a host): frames received are held
+	// that long before the pipeline sees them.
+	RxDelay string `yaml:"rx_delay"`
 	// Mechanisms enables congestion-control mechanisms on the port, each with
 	// its own keys, e.g. {afq: {bytes_per_round: 1514}}; their hooks run in
 	// the order listed.
@@ -159,6 +163,7 @@ type Port struct {
 
 	RTTDur           time.Duration    `yaml:"-"`
 	DelayDur         time.Duration    `yaml:"-"`
+	RxDelayDur       time.Duration    `yaml:"-"`
 	Addrs            []netip.Prefix   `yaml:"-"`
 	RoleValue        mech.Role        `yaml:"-"`
 	MACAddr          net.HardwareAddr `yaml:"-"`
@@ -467,6 +472,12 @@ func (c *Config) validate() error {
 				err = fmt.Errorf("%q is longer than 1s", p.Delay)
 			}
 			return fmt.Errorf("%s.delay: %w", f, err)
+		}
+		if p.RxDelayDur, err = units.ParseDuration(p.RxDelay, 0); err != nil || p.RxDelayDur > time.Second {
+			if err == nil {
+				err = fmt.Errorf("%q is longer than 1s", p.RxDelay)
+			}
+			return fmt.Errorf("%s.rx_delay: %w", f, err)
 		}
 		for j, a := range p.Addr {
 			pf, err := netip.ParsePrefix(a)

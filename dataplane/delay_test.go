@@ -48,3 +48,46 @@ func TestLinkDelay(t *testing.T) {
 	}
 	t.Logf("last frame at %d us without delay, %d us with", plain[39]/1000, delayed[39]/1000)
 }
+
+// TestRxDelay: frames received on a port with a 100 us rx delay enter the
+// pipeline 100 us later than on a port without, in order, and come back.
+func TestRxDelay(t *testing.T) {
+	times := func(rx int64) []int64 {
+		s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) { c.Ports[0].RxDelayNs = rx })
+		l[1].Inject(udp(1, 2, 10))
+		settle(s)
+		clk.t += 1e6 // host 2's frame is through
+		settle(s)
+		sent0 := l[1].SentCount
+		start := clk.t
+		var got []int64
+		for i := 0; i < 10; i++ {
+			l[0].Inject(udp(2, 1, 100))
+			for k := 0; k < 20; k++ { // 20 us between frames
+				clk.t += 1e3
+				settle(s)
+				for len(got) < l[1].SentCount-sent0 {
+					got = append(got, clk.t-start)
+				}
+			}
+		}
+		for clk.t < start+1e6 {
+			clk.t += 1e3
+			settle(s)
+			for len(got) < l[1].SentCount-sent0 {
+				got = append(got, clk.t-start)
+			}
+		}
+		checkFrames(t, s)
+		return got
+	}
+	plain, delayed := times(0), times(100e3)
+	if len(plain) != 10 || len(delayed) != 10 {
+		t.Fatalf("sent %d and %d of 10", len(plain), len(delayed))
+	}
+	for k := range plain {
+		if d := delayed[k] - plain[k]; d < 99e3 || d > 101e3 {
+			t.Fatalf("frame %d: %d ns apart, want 100 us", k, d)
+		}
+	}
+}

@@ -145,6 +145,7 @@ func (w *worker) route4(in int, p *pkt.Packet, frame []byte, now int64) {
 		return
 	}
 	if h[8] <= 1 {
+		w.timeExceeded(in, p, frame, now)
 		p.DropWith(pkt.ReasonTTL)
 		return
 	}
@@ -158,7 +159,11 @@ func (w *worker) route4(in int, p *pkt.Packet, frame []byte, now int64) {
 	if p.L4Off != 0 {
 		sport, dport = binary.BigEndian.Uint16(frame[p.L4Off:]), binary.BigEndian.Uint16(frame[p.L4Off+2:])
 	}
-	nh := l3.Pick(nhs, l3.SymHash4(src, dst, sport, dport, p.Proto))
+	nh := w.pickUp(nhs, l3.SymHash4(src, dst, sport, dport, p.Proto))
+	if nh == nil {
+		p.DropWith(pkt.ReasonPortDown)
+		return
+	}
 	target := dst
 	if nh.IP.IsValid() {
 		target = be32(nh.IP.As4())
@@ -204,7 +209,11 @@ func (w *worker) route6(in int, p *pkt.Packet, frame []byte, now int64) {
 	if p.L4Off != 0 {
 		sport, dport = binary.BigEndian.Uint16(frame[p.L4Off:]), binary.BigEndian.Uint16(frame[p.L4Off+2:])
 	}
-	nh := l3.Pick(nhs, l3.SymHash6(&src, &dst, sport, dport, p.Proto))
+	nh := w.pickUp(nhs, l3.SymHash6(&src, &dst, sport, dport, p.Proto))
+	if nh == nil {
+		p.DropWith(pkt.ReasonPortDown)
+		return
+	}
 	target := dst
 	if nh.IP.IsValid() {
 		target = nh.IP.As16()
@@ -328,8 +337,97 @@ func ipChecksum(h []byte) uint16 {
 	for i := 0; i+1 < len(h); i += 2 {
 		sum += uint32(binary.BigEndian.Uint16(h[i:]))
 	}
+	if len(h)%2 == 1 {
+		sum += uint32(h[len(h)-1]) << 8
+	}
 	for sum>>16 != 0 {
 		sum = sum&0xffff + sum>>16
 	}
 	return ^uint16(sum)
+}
+
+// pickUp chooses the next hop for flow hash h among those whose port is
+// up: with every port up, l3.Pick's choice (the same on every switch, so a
+// flow and its reverse meet the same switches); with some down, the same
+// hash over the ones left, so flows move off a dead link (their reverse
+// paths may differ until it is back). nil when every next hop is down.
+func (w *worker) pickUp(nhs []l3.NextHop, h uint32) *l3.NextHop {
+	nh := l3.Pick(nhs, h)
+	if nh == nil || !w.s.ports[nh.Port].down.Load() {
+		return nh
+	}
+	up := 0
+	for i := range nhs {
+		if !w.s.ports[nhs[i].Port].down.Load() {
+			up++
+		}
+	}
+	if up == 0 {
+		return nil
+	}
+	k := int((uint64(h) * uint64(up)) >> 32)
+	for i := range nhs {
+		if !w.s.ports[nhs[i].Port].down.Load() {
+			if k == 0 {
+				return &nhs[i]
+			}
+			k--
+		}
+	}
+	return nil
+}
+
+// icmpKind counts the ICMP errors the switch sends (emission kind).
+const icmpKind = 255
+
+// timeExceeded answers an IPv4 packet whose TTL expired with an ICMP time
+// exceeded (type 11) from the ingress port's address, quoting the packet's
+// IP header and 8 bytes (RFC 792), routed back to its source: traceroute
+// sees every switch. At most one per millisecond per worker.
+func (w *worker) timeExceeded(in int, p *pkt.Packet, frame []byte, now int64) {
+	if now-w.lastICMP < 1e6 {
+		return
+	}
+	h := frame[p.L3Off:]
+	ihl := int(h[0]&0x0f) * 4
+	if h[9] == 1 && len(h) > ihl && h[ihl] != 0 && h[ihl] != 8 {
+		return // never an error about an ICMP error
+	}
+	var src [4]byte
+	for _, pf := range w.s.ports[in].addrs {
+		if pf.Addr().Is4() {
+			src = pf.Addr().As4()
+			break
+		}
+	}
+	if src == [4]byte{} {
+		return
+	}
+	w.lastICMP = now
+	quote := min(len(h), ihl+8)
+	buf := w.em.Frame(mech.Routed, icmpKind)
+	if buf == nil {
+		return
+	}
+	binary.BigEndian.PutUint16(buf[12:], pkt.EtherTypeIPv4)
+	ip := buf[14:]
+	ip[0], ip[1] = 0x45, 0xc0 // DSCP CS6: network control
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+quote))
+	binary.BigEndian.PutUint32(ip[4:], 0)
+	ip[8], ip[9] = 64, 1
+	copy(ip[12:16], src[:])
+	copy(ip[16:20], h[12:16])
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip[:20]))
+	icmp := ip[20:]
+	icmp[0], icmp[1] = 11, 0
+	clear(icmp[2:8])
+	copy(icmp[8:], h[:quote])
+	binary.BigEndian.PutUint16(icmp[2:], ipChecksum(icmp[:8+quote]))
+	n := 14 + 20 + 8 + quote
+	if n < 60 {
+		clear(buf[n:60])
+		n = 60
+	}
+	w.em.Send(n, pkt.LaneControl)
 }

@@ -119,6 +119,16 @@ func TestRouting(t *testing.T) {
 	l[0].Inject(pkttest.UDP4(mac6(macPort(0)), pkttest.MAC(1), hostA, [4]byte{10, 9, 0, 1}, 1, 2, nil))
 	l[0].Inject(pkttest.UDP4(pkttest.MAC(9), pkttest.MAC(1), hostA, hostB, 1, 2, nil))
 	settle(s)
+	var te []byte
+	for _, f := range l[0].Sent {
+		if len(f) > 34 && f[23] == 1 && f[34] == 11 {
+			te = f
+		}
+	}
+	if te == nil || [4]byte(te[26:30]) != gwA || [4]byte(te[30:34]) != hostA || pkttest.Checksum(te[14:34]) != 0 ||
+		pkttest.Checksum(te[34:]) != 0 || [4]byte(te[42+12:42+16]) != hostA || [6]byte(te[0:6]) != pkttest.MAC(1) {
+		t.Fatalf("no valid ICMP time exceeded back to A (%d frames)", len(l[0].Sent))
+	}
 	c := s.Counters(0)
 	if c.Drops[pkt.ReasonTTL] != 1 || c.Drops[pkt.ReasonNoRoute] != 1 || c.Drops[pkt.ReasonNotRouted] != 1 {
 		t.Fatalf("drops: ttl %d, no route %d, not routed %d", c.Drops[pkt.ReasonTTL], c.Drops[pkt.ReasonNoRoute], c.Drops[pkt.ReasonNotRouted])
@@ -179,5 +189,28 @@ func TestECMPIsSymmetric(t *testing.T) {
 	t.Logf("flows per spine: %d / %d", per[1], per[2])
 	if per[1] < 450 || per[2] < 450 {
 		t.Fatalf("flows per spine %d / %d: not within 10%% of even", per[1], per[2])
+	}
+}
+
+// TestECMPAvoidsDownPorts: with one uplink down, every flow takes the other.
+func TestECMPAvoidsDownPorts(t *testing.T) {
+	s, l, _ := testSwitch(t, 3, 1, 8192, func(c *Config) {
+		c.Ports[0].Addrs = []netip.Prefix{netip.MustParsePrefix("10.1.0.254/24")}
+		c.Ports[1].Addrs = []netip.Prefix{netip.MustParsePrefix("10.255.0.0/31")}
+		c.Ports[2].Addrs = []netip.Prefix{netip.MustParsePrefix("10.255.0.2/31")}
+		c.Ports[0].MAC = macPort(0)
+		c.L3.Routes = []l3.Route{{Prefix: netip.MustParsePrefix("10.2.0.0/24"), NextHops: []l3.NextHop{
+			{IP: netip.MustParseAddr("10.255.0.1"), Port: 1}, {IP: netip.MustParseAddr("10.255.0.3"), Port: 2}}}}
+		c.L3.Neighbors = []L3Neighbor{{IP: netip.MustParseAddr("10.255.0.1"), MAC: pkttest.MAC(0x51), Port: 1},
+			{IP: netip.MustParseAddr("10.255.0.3"), MAC: pkttest.MAC(0x52), Port: 2}}
+	})
+	s.SetPortDown(1, true)
+	settle(s)
+	for i := 0; i < 200; i++ {
+		l[0].Inject(pkttest.UDP4(mac6(macPort(0)), pkttest.MAC(1), [4]byte{10, 1, 0, 1}, [4]byte{10, 2, 0, byte(i)}, uint16(i), 9, nil))
+		settle(s)
+	}
+	if l[2].SentCount != 200 || s.Counters(1).Drops[pkt.ReasonPortDown] != 0 {
+		t.Fatalf("with port 1 down: %d of 200 flows on port 2, %d port_down drops", l[2].SentCount, s.Counters(1).Drops[pkt.ReasonPortDown])
 	}
 }

@@ -55,6 +55,7 @@ type PortConfig struct {
 	Classify    sched.Classifier
 	Mechanisms  []MechConfig   // mechanisms enabled on the port, in the order their hooks run
 	DelayNs     int64          // one-way propagation delay of the port's link: frames are held after the shaper (0 = none)
+	RxDelayNs   int64          // delay of the link toward the switch: received frames are held before the pipeline (0 = none)
 	Addrs       []netip.Prefix // the switch's addresses on the port: an L3 (routed) port; none = an L2 port
 }
 
@@ -124,6 +125,7 @@ type Port struct {
 	txOutstanding atomic.Int64            // frames on the tx ring not yet completed
 	delayNs       int64                   // the link's delay
 	addrs         []netip.Prefix          // the switch's addresses on an L3 port (none: an L2 port)
+	rxDelayNs     int64                   // the link's delay toward the switch
 	dline         *delayLine              // frames on the wire (nil when delayNs is 0)
 	txDescs       []afxdp.Desc
 
@@ -314,6 +316,10 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		}
 		p.addrs = pc.Addrs
 		p.addrs = pc.Addrs
+		if pc.RxDelayNs < 0 || pc.RxDelayNs > 1e9 {
+			return nil, fmt.Errorf("port %q: rx delay %d ns out of range [0, 1 s]", pc.Name, pc.RxDelayNs)
+		}
+		p.rxDelayNs = pc.RxDelayNs
 		if pc.DelayNs < 0 || pc.DelayNs > 1e9 {
 			return nil, fmt.Errorf("port %q: delay %d ns out of range [0, 1 s]", pc.Name, pc.DelayNs)
 		}
@@ -343,7 +349,11 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		for q, l := range p.Links() {
 			w := s.workers[k%cfg.Workers]
 			p.owner[q] = w.id
-			w.rx = append(w.rx, &rxQueue{link: l, port: p.Index, queue: q})
+			rq := &rxQueue{link: l, port: p.Index, queue: q}
+			if p.rxDelayNs > 0 {
+				rq.dly = newDelayLine(int(min(p.rxDelayNs*(10e9/8)/84/1e9+4*BatchSize, 1<<16)))
+			}
+			w.rx = append(w.rx, rq)
 			k++
 		}
 		p.egress = p.owner[0]
@@ -706,6 +716,11 @@ func (s *Switch) Frames() FrameCounts {
 			}
 		}
 		c.Returning += uint64(w.staged.Load())
+		for _, q := range w.rx {
+			if q.dly != nil {
+				c.Delayed += uint64(q.dly.pub.Load())
+			}
+		}
 	}
 	for _, p := range s.ports {
 		for q := 0; q < p.sched.NumQueues(); q++ {

@@ -17,8 +17,40 @@ type rxQueue struct {
 	link     Link
 	port     int
 	queue    int
-	inFill   int  // frames on the fill ring (given minus received)
-	detached bool // the link's device went away: reclaimed, never touched again
+	inFill   int        // frames on the fill ring (given minus received)
+	detached bool       // the link's device went away: reclaimed, never touched again
+	dly      *delayLine // frames received on a port with rx_delay, until they are due
+}
+
+// receiveDelayed is reception on a port whose link delays frames toward the
+// switch (rx_delay): what arrives waits on the queue's delay line and
+// enters the pipeline when due, in order. A full line leaves frames on the
+// rx ring (the kernel drops when that fills, as a link would).
+func (w *worker) receiveDelayed(q *rxQueue, now int64) bool {
+	work := false
+	dl := q.dly
+	if room := min(dl.free(), BatchSize); room > 0 {
+		if n := q.link.Receive(w.rxDescs[:room]); n > 0 {
+			q.inFill -= n
+			due := now + w.s.ports[q.port].rxDelayNs
+			for _, d := range w.rxDescs[:n] {
+				dl.push(d.Addr, d.Len, due)
+			}
+			work = true
+		}
+	}
+	n := 0
+	for n < BatchSize && dl.n > 0 && dl.head().due <= now {
+		d := dl.pop()
+		w.rxDescs[n] = afxdp.Desc{Addr: d.addr, Len: d.len}
+		n++
+	}
+	dl.publish()
+	if n > 0 {
+		w.ingress(q.port, n, now)
+		work = true
+	}
+	return work
 }
 
 // portCtr are a worker's counters for one port. Only the worker writes them.
@@ -68,6 +100,7 @@ type worker struct {
 	dataLen  [BatchSize]uint32     // scratch: their lengths as the shaper charged them
 	addrs    [BatchSize]uint64     // scratch: completions, returns
 	reclaim  []uint64              // scratch: frames reclaimed from a link whose device went away
+	lastICMP int64                 // when this worker last sent an ICMP error (rate limit)
 	unrouted [256]atomic.Uint64    // emissions to be routed that found no way out, by kind
 	flood    []uint16              // scratch: ports a frame floods to (one per port)
 	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
@@ -77,20 +110,21 @@ type worker struct {
 	evictBuf pkt.Packet
 	arrival  pkt.Packet // scratch: a packet as it arrived at the scheduler
 
-	efd      int // eventfd other workers write to wake this one
-	wone     uint64
-	rbuf     uint64
-	pollfds  []unix.PollFd
-	pollPort []int // port of each pollfd (-1: the eventfd)
-	ts       unix.Timespec
-	sleeping atomic.Bool
+	efd        int // eventfd other workers write to wake this one
+	wone       uint64
+	rbuf       uint64
+	pollfds    []unix.PollFd
+	pollPort   []int // port of each pollfd (-1: the eventfd)
+	unpollable bool  // some link has no descriptor to poll (in-memory links)
+	ts         unix.Timespec
+	sleeping   atomic.Bool
 
 	freeLen, inFill, staged atomic.Int64
 	passes, sleeps, wakeups atomic.Uint64
 }
 
 func newWorker(s *Switch, id int) (*worker, error) {
-	w := &worker{id: id, s: s, wone: 1}
+	w := &worker{id: id, s: s, wone: 1, lastICMP: -1e18}
 	w.em.w = w
 	fs := s.frameSize
 	w.lo = uint64(id) * uint64(s.perWorker) * fs
@@ -166,6 +200,12 @@ func (w *worker) buildPoll() {
 	}
 	w.pollfds = append(w.pollfds, unix.PollFd{Fd: int32(w.efd), Events: unix.POLLIN})
 	w.pollPort = append(w.pollPort, -1)
+	w.unpollable = false
+	for _, q := range w.rx {
+		if !q.detached && q.link.FD() < 0 {
+			w.unpollable = true
+		}
+	}
 }
 
 // run is the worker's loop: pass after pass, sleeping when idle.
@@ -235,6 +275,12 @@ func (w *worker) pass(now int64) bool {
 			continue
 		}
 		w.refill(q)
+		if q.dly != nil {
+			if w.receiveDelayed(q, now) {
+				work = true
+			}
+			continue
+		}
 		n := q.link.Receive(w.rxDescs[:])
 		if n == 0 {
 			continue
@@ -273,6 +319,12 @@ func (w *worker) linkState() {
 			}
 			rx, tx := q.link.Outstanding()
 			p.lost.Add(int64(rx + tx))
+			for q.dly != nil && q.dly.n > 0 {
+				w.release(q.dly.pop().addr)
+			}
+			if q.dly != nil {
+				q.dly.publish()
+			}
 			if q.queue == 0 {
 				p.txDetached = true
 				p.txOutstanding.Store(0)
@@ -382,7 +434,10 @@ func (w *worker) wake() {
 // sleep blocks in ppoll until a socket has frames, another worker hands
 // over work, the next shaped frame may leave or a mechanism's timer is due.
 func (w *worker) sleep(now int64) {
-	timeout := int64(10e6) // 10 ms: a bound, not a schedule
+	// Nothing to do on a timer: sleep until woken (a socket, another worker,
+	// a port state change). The bound only guards against a wake-up lost
+	// to a bug; an idle switch must cost nothing, so it is long.
+	timeout := int64(1e9)
 	for _, p := range w.egress {
 		if queued(p) {
 			wait := p.shaper.Wait(now)
@@ -405,6 +460,14 @@ func (w *worker) sleep(now int64) {
 	}
 	for _, t := range w.tickers {
 		timeout = min(timeout, max(t.next-now, 0))
+	}
+	for _, q := range w.rx {
+		if q.dly != nil && q.dly.n > 0 {
+			timeout = min(timeout, max(q.dly.head().due-now, 1))
+		}
+	}
+	if w.unpollable {
+		timeout = min(timeout, 1e6) // a link with no descriptor cannot wake us: look every millisecond
 	}
 	if timeout <= 0 {
 		return

@@ -537,6 +537,11 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 		}
 		if port.Delay != 0 {
 			set(m, "delay", scalar(t.Links[port.Link].DelayText))
+			if t.hosts[port.Peer] != nil {
+				// A host cannot delay what it sends: the switch holds frames from
+				// the host as long, so the link is delayed both ways.
+				set(m, "rx_delay", scalar(t.Links[port.Link].DelayText))
+			}
 		}
 		if l3 && port.Addr.IsValid() {
 			set(m, "addr", seq(true, scalar(port.Addr.String())))

@@ -216,7 +216,7 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 		dcfg.Ports = append(dcfg.Ports, dataplane.PortConfig{
 			Name: pc.Name, Role: pc.RoleValue, MAC: mac, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes,
 			Scheduler: pc.Scheduler, Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
-			Mechanisms: mechs, DelayNs: int64(pc.DelayDur), Addrs: pc.Addrs,
+			Mechanisms: mechs, DelayNs: int64(pc.DelayDur), RxDelayNs: int64(pc.RxDelayDur), Addrs: pc.Addrs,
 		})
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)

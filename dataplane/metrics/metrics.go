@@ -195,8 +195,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // KindName names a gswitch control message type for the kind label
 // (bfc_pause, sfc_bts, xp_credit, ...).
 func KindName(t uint8) string {
-	if t == 0 {
+	switch t {
+	case 0:
 		return "arp" // ARP requests the L3 stage sends for next hops
+	case 255:
+		return "icmp_error" // ICMP time exceeded
 	}
 	return strings.ToLower(wire.Type(t).Name())
 }

@@ -748,11 +748,10 @@ func captureUDP(t *testing.T, ns string, dport uint16) (stop func() map[flowTupl
 }
 
 // TestDelayedLineRTT: the BFC line (topologies/bfc-line.yaml) with link
-// delays against the same line without. The delay of a switch-switch link
-// holds frames in both directions (each switch end delays what it sends);
-// a host link's delay holds what the switch sends to the host (the host's
-// own interface is not delayed), so a ping's RTT rises by twice the delays
-// of the switch-switch links on its path plus once each host link's.
+// delays against the same line without. Every link is delayed both ways
+// (each switch end delays what it sends, and on a host link the switch also
+// holds what the host sends: rx_delay), so a ping's RTT rises by twice the
+// sum of the delays of the links on its path.
 func TestDelayedLineRTT(t *testing.T) {
 	base := shipped(t, "bfc-line.yaml")
 	flat := edit(t, base, "delay: 2us", "delay: 0us")
@@ -767,8 +766,8 @@ func TestDelayedLineRTT(t *testing.T) {
 		want     float64 // ms
 		what     string
 	}{
-		{"s1", "s3", 2*(2+1.5) + 1 + 1, "sw1-sw2 2 ms and sw3-sw2 1.5 ms both ways, s1's and s3's links 1 ms one way"},
-		{"s1", "r1", 2*2 + 1 + 1, "sw1-sw2 2 ms both ways, s1's and r1's links 1 ms one way"},
+		{"s1", "s3", 2 * (1 + 2 + 1.5 + 1), "s1's link 1 ms, sw1-sw2 2 ms, sw2-sw3 1.5 ms, s3's link 1 ms, each both ways"},
+		{"s1", "r1", 2 * (1 + 2 + 1), "s1's link 1 ms, sw1-sw2 2 ms, r1's link 1 ms, each both ways"},
 	}
 	measure := func(f *fabric) []float64 {
 		var p50 []float64
