@@ -125,10 +125,12 @@ func Parse(frame []byte, p *Packet) Err {
 }
 
 // gcType reads the type of the GC header (package wire) at the start of b,
-// if b starts with one: magic and version right, a non-zero type. The
-// message itself is validated by the mechanism that handles it.
+// if b starts with one: magic and version right, a non-zero type. Only
+// those four bytes decide, so Ethernet padding after a short frame cannot
+// change the classification; the message itself (its length included) is
+// validated by the mechanism that handles it.
 func gcType(b []byte) (uint8, bool) {
-	if len(b) < wire.HeaderLen || b[0] != wire.Magic>>8 || b[1] != wire.Magic&0xff || b[2] != wire.Version || b[3] == 0 {
+	if len(b) < 4 || b[0] != wire.Magic>>8 || b[1] != wire.Magic&0xff || b[2] != wire.Version || b[3] == 0 {
 		return 0, false
 	}
 	return b[3], true

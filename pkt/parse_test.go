@@ -120,6 +120,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(pkttest.UDP6(m2, m1, [16]byte{1}, [16]byte{2}, 1, 2, nil))
 	f.Add(pkttest.ARP(m1, ip1, ip2))
 	f.Add(append(pkttest.Eth(m2, m1, 0x8100, 3, 1), 0x86, 0xdd, 0x60))
+	// A GC header cut short after its type: padding must not make it a
+	// control frame (it was one classification without and another with).
+	f.Add(append(pkttest.Eth(m2, m1, 0x88b6, 0, 0), 0x47, 0x43, 1, 0x30, 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p pkt.Packet
 		e := pkt.Parse(b, &p)
