@@ -394,7 +394,7 @@ func (s *Switch) buildMechanisms(pcs []PortConfig) error {
 		ports := make([]mech.Port, len(s.ports))
 		for i, p := range s.ports {
 			ports[i] = mech.Port{Index: i, Name: p.Name, Role: p.Role, MAC: p.MAC, RateBits: p.shaper.RateBits(),
-				Queues: p.sched.NumQueues(), Scheduler: s.ports[i].schedName(pcs[i])}
+				Queues: p.sched.NumQueues(), Scheduler: s.ports[i].schedName(pcs[i]), DelayNs: p.delayNs}
 			for _, m := range pcs[i].Mechanisms {
 				if m.Name == name {
 					ports[i].Config = m.Config

@@ -73,6 +73,7 @@ type worker struct {
 	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
 	one      [1]pkt.Packet         // scratch: a batch of one for control hooks
 	batch    mech.Batch            // scratch: the batch handed to hooks
+	ctlBatch mech.Batch            // scratch: the batch of one handed to a Control hook (a local would escape)
 	evictBuf pkt.Packet
 	arrival  pkt.Packet // scratch: a packet as it arrived at the scheduler
 
