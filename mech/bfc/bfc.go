@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"time"
 
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
@@ -128,10 +129,14 @@ type port struct {
 	// Bitmap timer (egress worker).
 	nextBitmap int64
 	linger     int
+	timerOn    bool          // bitmaps are due every period
+	seenEp     uint32        // episodes as of the last tick
+	episodes   atomic.Uint32 // times active went 0 -> 1 (any egress worker)
 	bm         [wire.MaxBitmapLen]byte
 
 	// Upstream side.
-	up upstream
+	up      upstream
+	wdArmed bool // the watchdog found no refresh at the last tick (egress worker)
 
 	m counters
 }
@@ -426,7 +431,10 @@ func (b *BFC) Enqueued(e int, p *pkt.Packet, now int64) {
 		k := upKey(in, p)
 		s.m.overTh.Add(1)
 		if in.ctr[k].Add(1) == 1 {
-			in.active.Add(1)
+			if in.active.Add(1) == 1 {
+				in.episodes.Add(1)
+				b.sw.TickSoon(in.worker, b) // the bitmaps to in's neighbour start
+			}
 			for {
 				m := in.maxQ.Load()
 				if int32(k) < m || in.maxQ.CompareAndSwap(m, int32(k)+1) {
@@ -549,21 +557,34 @@ func (b *BFC) sendBitmap(w int, s *port) {
 	}
 }
 
+// idleTick is how often an idle worker's timers run (the queue integrals).
+const idleTick = int64(time.Second)
+
 // Tick runs the timers of the ports whose egress worker is w: the bitmap
 // to each neighbour while any of its queues is paused (and lingerBitmaps
 // periods after), the watchdog over the queues neighbours paused here, and
-// the queue-length integrals.
+// the queue-length integrals. With nothing paused either way the timers
+// idle; the first pause of an episode, sent or received, asks for a Tick
+// at once (Switch.TickSoon).
 func (b *BFC) Tick(w int, now int64) int64 {
-	next := now + int64(MaxPeriod)
+	next := now + idleTick
 	for _, i := range b.byWorker[w] {
 		s := b.ports[i]
 		for q := range s.qs {
 			s.account(q, 0, now)
 		}
 		if s.ctr != nil {
-			if now >= s.nextBitmap {
+			if ep := s.episodes.Load(); ep != s.seenEp || s.active.Load() > 0 {
+				// Pauses went out since the last tick (perhaps a whole short
+				// episode, its RESUME included): bitmaps follow every period
+				// until lingerBitmaps periods after the last counter is zero.
+				s.seenEp, s.linger = ep, lingerBitmaps
+				if !s.timerOn {
+					s.timerOn, s.nextBitmap = true, now+s.period
+				}
+			}
+			if s.timerOn && now >= s.nextBitmap {
 				if s.active.Load() > 0 {
-					s.linger = lingerBitmaps
 					b.sendBitmap(w, s)
 				} else if s.linger > 0 {
 					s.linger--
@@ -571,11 +592,18 @@ func (b *BFC) Tick(w int, now int64) int64 {
 				}
 				s.nextBitmap = now + s.period
 			}
-			next = min(next, s.nextBitmap)
+			if s.active.Load() == 0 && s.linger == 0 {
+				s.timerOn = false
+			}
+			if s.timerOn {
+				next = min(next, s.nextBitmap)
+			}
 		}
 		if s.peer == peerBFC {
 			b.watchdog(s, now)
-			next = min(next, now+s.period)
+			if s.up.paused.Load() != 0 || s.up.sender.Load() != 0 {
+				next = min(next, now+s.period)
+			}
 		}
 	}
 	return next

@@ -61,7 +61,7 @@ type Config struct {
 	// (0: 4 x HRTT, clamped to [100us, 1ms]).
 	BitmapPeriod units.Duration `yaml:"bitmap_period"`
 	// Watchdog resumes the queues a neighbour paused if no bitmap refreshed
-	// them this long (0: 3 x BitmapPeriod).
+	// them this long (0: 3 x BitmapPeriod, at least MinWatchdog).
 	Watchdog units.Duration `yaml:"watchdog"`
 	// FlowTable is the number of flow-table entries of the port
 	// (0: 100 x its queues).
@@ -160,10 +160,15 @@ func (c *Config) period(h int64) int64 {
 	return min(max(4*h, int64(MinPeriod)), int64(MaxPeriod))
 }
 
+// MinWatchdog is the least default watchdog bound: a software switch's
+// worker can lose its CPU for milliseconds on a loaded host, and a watchdog
+// that fires then resumes queues whose pause is still needed.
+const MinWatchdog = 200 * time.Millisecond
+
 // watchdog is the watchdog bound for a port with bitmap period per.
 func (c *Config) watchdog(per int64) int64 {
 	if c.Watchdog != 0 {
 		return int64(c.Watchdog)
 	}
-	return 3 * per
+	return max(3*per, int64(MinWatchdog))
 }

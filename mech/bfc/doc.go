@@ -71,8 +71,13 @@
 // queues that must be paused every bitmap_period (4 x HRTT within [100us,
 // 1ms]), so a lost PAUSE or RESUME is healed within one period. A port
 // whose neighbour paused a queue and then refreshed it with no bitmap or
-// pause for watchdog (3 periods) resumes it and counts it, as SONiC's PFC
-// watchdog does (the paper leaves this out).
+// pause for watchdog resumes it and counts it, as SONiC's PFC watchdog does
+// (the paper leaves this out). The bound is 3 periods, but at least 200 ms:
+// on a loaded host a switch process can lose its CPU for tens of
+// milliseconds (we saw 53 ms on our shared 2-core machine), and a watchdog
+// that fires then undoes pauses that are still needed. It must also be
+// exceeded at two ticks with a pass of the worker in between, so frames
+// that arrived while the worker had no CPU are read first.
 //
 // Tagging (section 3.3.2: "each upstream switch inserts its local queue
 // number in a special header field called upstreamQ"): a data frame leaving
@@ -114,7 +119,7 @@
 //	th_floor: 3028       # the least Th
 //	sticky: 0            # 0 = 2 x HRTT
 //	bitmap_period: 0     # 0 = 4 x HRTT within [100us, 1ms]
-//	watchdog: 0          # 0 = 3 x bitmap_period
+//	watchdog: 0          # 0 = 3 x bitmap_period, at least 200ms
 //	flow_table: 0        # 0 = 100 x queues
 //	uplink: false        # toward a higher tier: uplink -> uplink never pauses
 //	pause_from: []       # ingress ports that may be paused for this port (replaces the uplink rule)

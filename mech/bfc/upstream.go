@@ -113,7 +113,9 @@ func newer(st interface {
 func (b *BFC) setQueue(s *port, q int, pause bool) {
 	bit := uint64(1) << uint(q)
 	if pause {
-		s.up.paused.Or(bit)
+		if s.up.paused.Or(bit) == 0 {
+			b.sw.TickSoon(s.worker, b) // the watchdog starts watching
+		}
 		s.sch.Pause(q)
 	} else {
 		s.up.paused.And(^bit)
@@ -124,11 +126,22 @@ func (b *BFC) setQueue(s *port, q int, pause bool) {
 // watchdog resumes the queues of port s a neighbour paused when no bitmap
 // or pause refreshed them for the watchdog bound, and forgets the
 // neighbour's numbering (egress worker of s).
+//
+// The bound must be exceeded at two ticks with a pass of the worker in
+// between: frames that arrived while the worker had no CPU wait in its rx
+// ring until after the tick, and they may be the refresh.
 func (b *BFC) watchdog(s *port, now int64) {
 	u := &s.up
 	if now-u.lastRefresh.Load() <= s.wdog {
+		s.wdArmed = false
 		return
 	}
+	if !s.wdArmed {
+		s.wdArmed = true
+		b.sw.TickSoon(s.worker, b)
+		return
+	}
+	s.wdArmed = false
 	if p := u.paused.Swap(0); p != 0 {
 		s.m.watchdog.Add(uint64(bits.OnesCount64(p)))
 		for q := 0; q < s.nq; q++ {
