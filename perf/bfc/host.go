@@ -94,6 +94,7 @@ type Host struct {
 	qseq   [wire.MaxQueues]uint64 // 1<<32 | seq of the newest frame applied per queue; 0 none
 	sender uint32
 	npaus  int
+	armed  bool // the watchdog found no refresh at the last tick
 
 	mu     sync.Mutex
 	free   []uint16                     // ids not in use, least recently released first
@@ -297,11 +298,19 @@ func (h *Host) Handle(frame []byte, now int64) {
 	}
 }
 
-// Tick runs the watchdog (listener goroutine).
+// Tick runs the watchdog (listener goroutine). The bound must be exceeded
+// at two ticks with a read of the socket in between: frames that arrived
+// while the host had no CPU are read first, and they may be the refresh.
 func (h *Host) Tick(now int64) {
 	if h.npaus == 0 || now-h.lastRefresh.Load() <= int64(h.cfg.Watchdog) {
+		h.armed = false
 		return
 	}
+	if !h.armed {
+		h.armed = true
+		return
+	}
+	h.armed = false
 	for q := range h.paused {
 		h.paused[q].Store(0)
 	}
