@@ -49,6 +49,10 @@ type Config struct {
 	Queues   int           // queue ids handed to flows: 1..Queues (default 128, at most 4095)
 	Watchdog time.Duration // resume everything nobody refreshed this long (default 200 ms)
 	Poll     time.Duration // a paused flow looks again this often even if no resume wakes it (default 2 ms)
+	// Deaf makes a host without BFC (the paper's "BFC - NIC", App. A.8):
+	// no queue id in the header (so switches never pause it), nothing
+	// listened to; only the one-BDP window remains.
+	Deaf bool
 }
 
 func (c *Config) defaults() error {
@@ -191,11 +195,14 @@ func (h *Host) wake(q int) {
 // a window of at most its initial window (one BDP), and a gate that holds
 // it while its id is paused (in front of the host's pacer, if any).
 func (h *Host) FlowHook(flow uint64, cfg *transport.Config, pacer transport.Gate, wake func()) (transport.Gate, func()) {
-	q := h.acquire(flow, wake)
-	cfg.Mech, _ = wire.MechBFC(q)
 	if cfg.InitWindow > 0 {
 		cfg.MaxWindow = cfg.InitWindow
 	}
+	if h.cfg.Deaf {
+		return pacer, func() {}
+	}
+	q := h.acquire(flow, wake)
+	cfg.Mech, _ = wire.MechBFC(q)
 	return &gate{h: h, q: q, next: pacer}, func() { h.release(q, flow) }
 }
 

@@ -65,6 +65,12 @@ func TestFlowsGetTheirOwnQueues(t *testing.T) {
 	if q := wire.MechBFCQueue(cfg.Mech); q != 2 {
 		t.Fatalf("after flow 1 ended the next flow got id %d, want its 2", q)
 	}
+	// A host without BFC names no queue and has no gate of its own, but keeps the window cap.
+	deaf, _ := New(Config{Deaf: true})
+	cfg = transport.Config{InitWindow: 30000}
+	if g, _ := deaf.FlowHook(1, &cfg, nil, func() {}); g != nil || cfg.Mech != 0 || cfg.MaxWindow != 30000 {
+		t.Fatalf("deaf host: gate %v, mechanism field %#x, window cap %d", g, cfg.Mech, cfg.MaxWindow)
+	}
 }
 
 // TestPauseResumeBitmap: the host follows its switch's frames: PAUSE and
