@@ -14,16 +14,18 @@
 #   sudo scripts/experiments/bfc-fig8.sh     # about 10 min; RATE=100Mbit DELAY=500us NS="4 8 12 16 20" RUNS=3
 #
 # HOSTS=deaf (default): the senders take no part in BFC (no queue ids,
-# pauses ignored, one BDP in flight per flow): the paper's "BFC - NIC", so
-# the strategies differ only in the switches. HOSTS=bfc: gsperf -mode bfc
-# hosts that honour pauses (single mode then pauses whole hosts).
+# pauses ignored, WINDOW in flight per flow, paced at RATE), as the paper's
+# packet generator without end-to-end control: the strategies differ only
+# in the switches, and the backlog sits in Sw1's and Sw3's queues, where
+# the queue assignment decides who waits behind whom. HOSTS=bfc: gsperf
+# -mode bfc hosts that honour pauses (single mode then pauses whole hosts).
 # NICE=-10 runs the switches before the hosts (default: no change).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 RATE=${RATE:-100Mbit} DELAY=${DELAY:-500us} NS=${NS:-4 8 12 16 20} RUNS=${RUNS:-3} SIZE=${SIZE:-1500KB}
-SMALL=${SMALL:-64KB} SMALL_LOAD=${SMALL_LOAD:-0.1} SMALL_FLOWS=${SMALL_FLOWS:-40} HOSTS=${HOSTS:-deaf}
+SMALL=${SMALL:-64KB} SMALL_LOAD=${SMALL_LOAD:-0.1} SMALL_FLOWS=${SMALL_FLOWS:-40} HOSTS=${HOSTS:-deaf} WINDOW=${WINDOW:-256KB}
 STRATEGIES=${STRATEGIES:-single stochastic dynamic}
 OUT=${OUT:-results-bfc-fig8-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -62,7 +64,7 @@ run() { # strategy n run
 	pids+=($!)
 	sleep 0.5
 	at=$(($(date +%s%N) + 3000000000))
-	local common=("${hostargs[@]}" -rate "$RATE" -pace "$RATE" -base-rtt "$rtt" -at "$at" -seed "$r")
+	local common=("${hostargs[@]}" -init-window "$WINDOW" -rate "$RATE" -pace "$RATE" -base-rtt "$rtt" -at "$at" -seed "$r")
 	local clients=()
 	ip netns exec "$NAME-s1" "$WORK/gsperf" client -src g1 -to 10.81.4.1:5500 -size "$SIZE" -flows 2 -arrivals burst -id-base 1000 "${common[@]}" -out "$d/g1.json" >"$d/g1.log" 2>&1 &
 	clients+=($!)
