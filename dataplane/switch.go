@@ -413,7 +413,7 @@ func (s *Switch) buildMechanisms(pcs []PortConfig) error {
 		ports := make([]mech.Port, len(s.ports))
 		for i, p := range s.ports {
 			ports[i] = mech.Port{Index: i, Name: p.Name, Role: p.Role, MAC: p.MAC, RateBits: p.shaper.RateBits(),
-				Queues: p.sched.NumQueues(), Scheduler: s.ports[i].schedName(pcs[i])}
+				Queues: p.sched.NumQueues(), Scheduler: s.ports[i].schedName(pcs[i]), DelayNs: p.delayNs}
 			for _, m := range pcs[i].Mechanisms {
 				if m.Name == name {
 					ports[i].Config = m.Config
@@ -529,6 +529,21 @@ func (s *Switch) Emitter(w int) mech.Emitter { return &s.workers[w].em }
 
 // Scheduler returns port's scheduler.
 func (s *Switch) Scheduler(port int) sched.Scheduler { return s.ports[port].sched }
+
+// TickSoon asks worker w to run h's Tick at its next pass (any goroutine).
+func (s *Switch) TickSoon(w int, h mech.TickHook) {
+	if w < 0 || w >= len(s.workers) {
+		return
+	}
+	wk := s.workers[w]
+	for i := range wk.tickers {
+		if wk.tickers[i].h == h {
+			wk.tickers[i].soon.Store(true)
+			wk.wakeIfSleeping()
+			return
+		}
+	}
+}
 
 // PortDown reports whether port is down.
 func (s *Switch) PortDown(port int) bool { return s.ports[port].down.Load() }

@@ -65,6 +65,7 @@ type portCtr struct {
 type ticker struct {
 	h    mech.TickHook
 	next int64
+	soon atomic.Bool // TickSoon: run at the next pass (any goroutine sets it)
 }
 
 // worker runs the pipeline for the sockets and egress ports it owns. Every
@@ -263,7 +264,8 @@ func (w *worker) pass(now int64) bool {
 	// Mechanisms' timers.
 	for i := range w.tickers {
 		t := &w.tickers[i]
-		if now >= t.next {
+		if now >= t.next || t.soon.Load() {
+			t.soon.Store(false)
 			w.batch.Now = now
 			t.next = t.h.Tick(w.id, now)
 			work = true
@@ -458,8 +460,8 @@ func (w *worker) sleep(now int64) {
 			timeout = min(timeout, 200e3) // completions to reap (a down port's tx ring does not move)
 		}
 	}
-	for _, t := range w.tickers {
-		timeout = min(timeout, max(t.next-now, 0))
+	for i := range w.tickers {
+		timeout = min(timeout, max(w.tickers[i].next-now, 0))
 	}
 	for _, q := range w.rx {
 		if q.dly != nil && q.dly.n > 0 {
@@ -496,6 +498,11 @@ func (w *worker) sleep(now int64) {
 }
 
 func (w *worker) inboundPending() bool {
+	for i := range w.tickers {
+		if w.tickers[i].soon.Load() {
+			return true
+		}
+	}
 	for _, r := range w.ret {
 		if r != nil && r.Len() > 0 {
 			return true

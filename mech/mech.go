@@ -163,8 +163,9 @@ type (
 		Egress(port int, b *Batch)
 	}
 	TickHook interface {
-		// Tick runs on worker w at or after the time it last asked for and
-		// returns the next time it wants to run (switch clock, ns).
+		// Tick runs on worker w at or after the time it last asked for (or
+		// sooner, after Switch.TickSoon) and returns the next time it wants
+		// to run (switch clock, ns).
 		Tick(w int, now int64) (next int64)
 	}
 )
@@ -250,6 +251,10 @@ type Switch interface {
 	SetCreditLane(port int, rateBits uint64, burst, queueLen int) error
 	// PortDown reports whether port is down (any goroutine).
 	PortDown(port int) bool
+	// TickSoon asks worker w to run h's Tick at its next pass, before the
+	// time h last asked for (any goroutine; w is woken if it sleeps): for a
+	// mechanism whose timers idle and that has work for them again.
+	TickSoon(w int, h TickHook)
 }
 
 // Routed, as the port of Emitter.Frame, asks the switch to choose the port

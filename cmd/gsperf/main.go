@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/config"
+	bfchost "github.com/gswitch/gswitch/perf/bfc"
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/udp"
@@ -144,7 +145,8 @@ func client(args []string) error {
 	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown")
 	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
 	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
-	mode := fs.String("mode", "plain", "transport: plain or pfabric")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric or bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root)")
+	bfcf := addBFCFlags(fs)
 	rtt := fs.Duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
 	rto := fs.Duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
 	idBase := fs.Uint64("id-base", 0, "first flow id (give each sender its own range)")
@@ -168,8 +170,14 @@ func client(args []string) error {
 	if err != nil || rb == 0 {
 		return fmt.Errorf("-rate: %v", err)
 	}
-	m, err := transport.ParseMode(*mode)
-	if err != nil {
+	var m transport.Mode
+	var bfcHost *bfchost.Host
+	if *mode == "bfc" {
+		if bfcHost, err = bfcf.start(); err != nil {
+			return err
+		}
+		defer bfcHost.Close()
+	} else if m, err = transport.ParseMode(*mode); err != nil {
 		return err
 	}
 	var fixed uint64
@@ -207,6 +215,9 @@ func client(args []string) error {
 			return fmt.Errorf("-at: %v is %v from now (want a time in the next hour, in ns since 1970)", p.StartAt, d.Round(time.Millisecond))
 		}
 	}
+	if bfcHost != nil {
+		bfcf.plan(bfcHost, &p)
+	}
 	last := time.Now()
 	p.Progress = func(done, total int) {
 		if time.Since(last) > 2*time.Second || done == total {
@@ -220,6 +231,9 @@ func client(args []string) error {
 	}
 	run := &results.Run{Name: *src, Flows: recs, Params: map[string]string{"workload": *wl, "size": *size, "flows": fmt.Sprint(*flows),
 		"load": fmt.Sprint(*load), "rate": *rate, "arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.String(), "pace": *pace}}
+	if bfcHost != nil {
+		bfcf.finish(bfcHost, *src, run.Params)
+	}
 	return finish(run, *out, *csvOut)
 }
 

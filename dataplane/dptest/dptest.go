@@ -100,10 +100,19 @@ func (h *Harness) CheckFrames(t testing.TB) {
 type Fabric struct {
 	Clock *Clock
 	Nodes []*Harness
-	wires []wire
+	// Lose, if set, is asked about every frame before it crosses a wire
+	// (from port of switch h); true loses it, as a link that corrupts or
+	// drops a frame would (counted in LostFrames).
+	Lose       func(h *Harness, port int, frame []byte) bool
+	LostFrames int
+	wires      []wire
 }
 
-type wire struct{ from, to *dataplane.MemLink }
+type wire struct {
+	h        *Harness
+	port     int
+	from, to *dataplane.MemLink
+}
 
 // NewFabric returns an empty fabric.
 func NewFabric() *Fabric { return &Fabric{Clock: &Clock{T: 1}} }
@@ -121,7 +130,7 @@ func (f *Fabric) Add(t testing.TB, cfg dataplane.Config, frames int) *Harness {
 // Connect wires port pa of a and port pb of b, both ways.
 func (f *Fabric) Connect(a *Harness, pa int, b *Harness, pb int) {
 	a.Links[pa].Record, b.Links[pb].Record = true, true
-	f.wires = append(f.wires, wire{a.Links[pa], b.Links[pb]}, wire{b.Links[pb], a.Links[pa]})
+	f.wires = append(f.wires, wire{a, pa, a.Links[pa], b.Links[pb]}, wire{b, pb, b.Links[pb], a.Links[pa]})
 }
 
 // Settle steps every switch and carries frames across the wires until
@@ -135,8 +144,12 @@ func (f *Fabric) Settle() {
 		moved := false
 		for _, w := range f.wires {
 			for _, fr := range w.from.Sent {
-				w.to.Inject(fr)
 				moved = true
+				if f.Lose != nil && f.Lose(w.h, w.port, fr) {
+					f.LostFrames++
+					continue
+				}
+				w.to.Inject(fr)
 			}
 			w.from.Sent = w.from.Sent[:0]
 		}

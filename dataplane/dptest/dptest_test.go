@@ -31,3 +31,27 @@ func TestFabricCarriesFrames(t *testing.T) {
 	a.CheckFrames(t)
 	b.CheckFrames(t)
 }
+
+// TestFabricLosesFrames: a frame Lose refuses does not cross the wire
+// and is counted; the others do; the lost frame's UMEM frame comes back.
+func TestFabricLosesFrames(t *testing.T) {
+	f := NewFabric()
+	cfg := func() dataplane.Config {
+		return dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "host"}, {Name: "up"}}}
+	}
+	a, b := f.Add(t, cfg(), 2048), f.Add(t, cfg(), 2048)
+	f.Connect(a, 1, b, 1)
+	b.Links[0].Record = true
+	f.Lose = func(h *Harness, port int, frame []byte) bool {
+		return h == a && port == 1 && len(frame) > 42 && frame[42] == 'x'
+	}
+	for _, p := range []string{"x lost", "kept"} {
+		a.Links[0].Inject(pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, []byte(p)))
+	}
+	f.Settle()
+	if len(b.Links[0].Sent) != 1 || string(b.Links[0].Sent[0][42:46]) != "kept" || f.LostFrames != 1 {
+		t.Fatalf("host B got %d frames, %d lost", len(b.Links[0].Sent), f.LostFrames)
+	}
+	a.CheckFrames(t)
+	b.CheckFrames(t)
+}

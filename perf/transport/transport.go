@@ -63,6 +63,9 @@ type Config struct {
 	RTO         int64 // plain: initial and minimum retransmission timeout in ns (default 10 ms); pFabric: the fixed timeout (3 x base RTT)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
 	MaxWindow   int   // cap on the window in bytes (default 4 MB)
+	// Mech is the gsperf header's mechanism field of every data segment and
+	// probe (BFC: the flow's queue id, wire.MechBFC); 0 in other modes.
+	Mech uint64
 }
 
 func (c *Config) defaults() {
@@ -213,7 +216,7 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 func (s *Sender) send(i int, now int64, out func([]byte)) {
 	off := uint64(i) * uint64(s.cfg.MSS)
 	n := s.segLen(i)
-	h := proto.Header{Type: proto.TypeData, Flow: s.flow, Seq: off, Size: s.size, Timestamp: uint64(now)}
+	h := proto.Header{Type: proto.TypeData, Flow: s.flow, Seq: off, Size: s.size, Timestamp: uint64(now), Mech: s.cfg.Mech}
 	if s.cfg.Mode == PFabric {
 		h.Priority = proto.Rank(s.size, off)
 	}
@@ -285,7 +288,7 @@ func (s *Sender) sampleRTT(sent uint64, now int64) {
 
 func (s *Sender) sendProbe(now int64, out func([]byte)) {
 	h := proto.Header{Type: proto.TypeProbe, Flow: s.flow, Seq: s.una, Size: s.size, Timestamp: uint64(now),
-		Priority: proto.Rank(s.size, s.una)}
+		Priority: proto.Rank(s.size, s.una), Mech: s.cfg.Mech}
 	h.Encode(s.buf)
 	s.buf[proto.HeaderLen] = 0 // one byte of payload
 	out(s.buf[:proto.HeaderLen+1])

@@ -183,3 +183,25 @@ func TestReceiverCatchesCorruptBytes(t *testing.T) {
 		t.Fatalf("corrupt %d", r.Corrupt)
 	}
 }
+
+// TestMechFieldInEverySegment: the config's mechanism field is in the
+// header of every data segment and probe.
+func TestMechFieldInEverySegment(t *testing.T) {
+	s := NewSender(Config{MSS: 1000, InitWindow: 3000, Mech: 0x0123_0000_0000_0000}, 7, 2500, 1)
+	n := 0
+	s.Poll(1, func(b []byte) {
+		h, _, _ := proto.Decode(b)
+		if h.Mech != 0x0123_0000_0000_0000 {
+			t.Fatalf("segment with mechanism field %#x", h.Mech)
+		}
+		n++
+	})
+	s.sendProbe(2, func(b []byte) {
+		if h, _, _ := proto.Decode(b); h.Type != proto.TypeProbe || h.Mech != 0x0123_0000_0000_0000 {
+			t.Fatalf("probe %+v", h)
+		}
+	})
+	if n != 3 {
+		t.Fatalf("%d segments", n)
+	}
+}

@@ -49,6 +49,12 @@ type Plan struct {
 	PaceBurst  int           // full segments a paced host may send back to back (0: PaceBurst)
 	StartAt    time.Time     // wall-clock time the schedule begins (zero: now), so clients on several hosts start together
 	Progress   func(done, total int)
+	// FlowHook, if set, prepares each flow as it starts (a mechanism's host
+	// side): it may change the flow's transport config (its header field,
+	// its window), returns the gate to ask before each segment (given the
+	// host's pacer, nil if none) and a function to call when the flow ends.
+	// wake interrupts the flow's wait for acks (any goroutine, any time).
+	FlowHook func(id uint64, cfg *transport.Config, pacer transport.Gate, wake func()) (transport.Gate, func())
 }
 
 // Overhead is what a gsperf segment adds on the wire to its payload:
@@ -156,11 +162,18 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	}
 	// One clock for the whole run, so the flows of this host can share its pacer.
 	clock := func() int64 { return time.Since(runStart).Nanoseconds() + 1 }
+	var gate transport.Gate
+	if pacer != nil {
+		gate = pacer
+	}
+	if p.FlowHook != nil {
+		var end func()
+		gate, end = p.FlowHook(r.ID, &cfg, gate, func() { conn.SetReadDeadline(time.Now()) })
+		defer end()
+	}
 	s := transport.NewSender(cfg, r.ID, r.Size, clock())
 	r.StartUnixNs = time.Now().UnixNano()
-	if pacer != nil {
-		s.Gate(pacer)
-	}
+	s.Gate(gate)
 	out := func(b []byte) { conn.Write(b) }
 	buf := make([]byte, 2048)
 	onAck := func(n int) {

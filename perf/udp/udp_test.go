@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -417,5 +418,59 @@ func TestListenHostName(t *testing.T) {
 	got := conn.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	if !uniq[got] {
 		t.Fatalf("localhost is %v; bound %v", ips, got)
+	}
+}
+
+// heldGate holds its flow until open is set.
+type heldGate struct{ open *atomic.Bool }
+
+func (g heldGate) Allow(now int64, n int) (bool, int64) {
+	if g.open.Load() {
+		return true, 0
+	}
+	return false, now + int64(30*time.Second) // nothing but a wake gets it going sooner
+}
+
+// TestFlowHook: the hook sees each flow, its gate is asked before sending
+// (the flow waits until it opens, then completes), and its end runs when
+// the flow is done.
+func TestFlowHook(t *testing.T) {
+	conn, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback UDP: %v", err)
+	}
+	srv := NewServer(ServerConfig{IdleTimeout: time.Second})
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() { done <- srv.Serve(conn, stop, nil, 0) }()
+	var open atomic.Bool
+	var ended atomic.Int32
+	p := Plan{Dsts: []string{conn.LocalAddr().String()}, FixedSize: 20000, Flows: 1, Arrivals: "burst", RateBits: 1e9,
+		BaseRTT: 100 * time.Microsecond, Timeout: 20 * time.Second,
+		FlowHook: func(id uint64, cfg *transport.Config, pacer transport.Gate, wake func()) (transport.Gate, func()) {
+			if pacer != nil {
+				t.Error("no pacer was asked for")
+			}
+			cfg.Mech = 0x7700 << 48
+			go func() {
+				time.Sleep(200 * time.Millisecond)
+				open.Store(true)
+				wake()
+			}()
+			return heldGate{&open}, func() { ended.Add(1) }
+		}}
+	start := time.Now()
+	recs, err := Run(p)
+	took := time.Since(start)
+	close(stop)
+	<-done
+	if err != nil || len(recs) != 1 || !recs[0].Complete {
+		t.Fatalf("run: %v %+v", err, recs)
+	}
+	if took < 200*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("the held flow finished after %v: the gate was not asked, or the flow never asked again", took)
+	}
+	if ended.Load() != 1 {
+		t.Fatalf("end ran %d times", ended.Load())
 	}
 }
