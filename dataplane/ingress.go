@@ -97,6 +97,7 @@ func (w *worker) control(in int, b *mech.Batch) {
 			switch {
 			case host:
 				p.DropWith(pkt.ReasonForged)
+				c.forged[p.Ctl].Add(1)
 			case p.Flags&pkt.FlagControl == 0 || !gcLinkLocal(p.Ctl) || s.control[p.Ctl] == nil:
 				p.DropWith(pkt.ReasonUnclaimed)
 			default:
@@ -120,6 +121,7 @@ func (w *worker) control(in int, b *mech.Batch) {
 		c.controlRx[p.Ctl].Add(1)
 		if host && !gcFromHost(p.Ctl) {
 			p.DropWith(pkt.ReasonForged)
+			c.forged[p.Ctl].Add(1)
 			continue
 		}
 		if s.control[p.Ctl] != nil {
@@ -130,8 +132,9 @@ func (w *worker) control(in int, b *mech.Batch) {
 
 // controlHook calls the Control hook of packet i's type with a batch of one.
 func (w *worker) controlHook(in int, b *mech.Batch, i int) {
-	one := mech.Batch{Pkts: b.Pkts[i : i+1], Mem: b.Mem, Now: b.Now, Worker: b.Worker}
-	w.s.control[b.Pkts[i].Ctl].Control(in, &one)
+	one := &w.ctlBatch // not a local: one handed to an interface method would escape to the heap
+	*one = mech.Batch{Pkts: b.Pkts[i : i+1], Mem: b.Mem, Now: b.Now, Worker: b.Worker}
+	w.s.control[b.Pkts[i].Ctl].Control(in, one)
 }
 
 // forwardL2 is the forwarding stage of an L2 port: learn the source MAC on

@@ -26,7 +26,7 @@ type portCtr struct {
 	rxPackets, rxBytes, txPackets, txBytes, flooded atomic.Uint64
 	drops                                           [pkt.MaxReasons]atomic.Uint64
 	malformed                                       [pkt.NumErrs]atomic.Uint64
-	controlRx, emitted, emitFailed                  [256]atomic.Uint64
+	controlRx, forged, emitted, emitFailed          [256]atomic.Uint64
 	_                                               [64]byte
 }
 
@@ -73,6 +73,7 @@ type worker struct {
 	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
 	one      [1]pkt.Packet         // scratch: a batch of one for control hooks
 	batch    mech.Batch            // scratch: the batch handed to hooks
+	ctlBatch mech.Batch            // scratch: the batch of one handed to a Control hook
 	evictBuf pkt.Packet
 	arrival  pkt.Packet // scratch: a packet as it arrived at the scheduler
 

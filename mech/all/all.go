@@ -6,4 +6,5 @@ package all
 import (
 	_ "github.com/gswitch/gswitch/mech/afq"
 	_ "github.com/gswitch/gswitch/mech/pfabric"
+	_ "github.com/gswitch/gswitch/mech/sfc"
 )
