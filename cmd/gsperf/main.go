@@ -29,9 +29,11 @@ import (
 
 	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/sfc"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/workload"
+	"github.com/gswitch/gswitch/wire"
 )
 
 func main() {
@@ -144,7 +146,7 @@ func client(args []string) error {
 	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown")
 	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
 	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
-	mode := fs.String("mode", "plain", "transport: plain or pfabric")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric, or sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020)")
 	rtt := fs.Duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
 	rto := fs.Duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
 	idBase := fs.Uint64("id-base", 0, "first flow id (give each sender its own range)")
@@ -168,7 +170,11 @@ func client(args []string) error {
 	if err != nil || rb == 0 {
 		return fmt.Errorf("-rate: %v", err)
 	}
-	m, err := transport.ParseMode(*mode)
+	sfcMode, modeName := *mode == "sfc", *mode
+	if sfcMode {
+		modeName = "plain" // the plain transport under SFC's pause
+	}
+	m, err := transport.ParseMode(modeName)
 	if err != nil {
 		return err
 	}
@@ -201,6 +207,17 @@ func client(args []string) error {
 	}
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(rb),
 		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout, InitWindow: int(iw), Timeline: *timeline, Pace: float64(paceBits), PaceBurst: *paceBurst}
+	var bts *sfc.Listener
+	if sfcMode {
+		if p.InitWindow == 0 { // SFC's senders start at line rate with a BDP window (section 2.1)
+			p.InitWindow = max(udp.MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
+		}
+		if bts, err = sfc.Listen(fmt.Sprintf(":%d", wire.BTSPort)); err != nil {
+			return fmt.Errorf("-mode sfc: %w", err)
+		}
+		defer bts.Close()
+		p.FlowGate = sfcGate(bts)
+	}
 	if *at != 0 {
 		p.StartAt = time.Unix(0, *at)
 		if d := time.Until(p.StartAt); d < -time.Second || d > time.Hour {
@@ -217,6 +234,9 @@ func client(args []string) error {
 	recs, err := udp.Run(p)
 	if err != nil {
 		return err
+	}
+	if bts != nil {
+		fmt.Fprintf(os.Stderr, "gsperf %s: sfc: %v\n", *src, bts.Stats())
 	}
 	run := &results.Run{Name: *src, Flows: recs, Params: map[string]string{"workload": *wl, "size": *size, "flows": fmt.Sprint(*flows),
 		"load": fmt.Sprint(*load), "rate": *rate, "arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.String(), "pace": *pace}}

@@ -88,8 +88,10 @@
 //     (estimator.go), tau = rtt, decay 7/8 every tau/8; local_estimate =
 //     max(0, bytes - tau*R - Q_Tg)/R with R = estimator_rate and Q_Tg one BDP
 //     at R.
-//   - Only IPv4 packets get a BTS (the frame format quotes an IPv4 header);
-//     control messages of ours never do.
+//   - Only IPv4 TCP and UDP packets get a BTS: the frame format quotes an
+//     IPv4 header, and the sender finds the flow to pause by the ports of
+//     the quoted L4 header (ICMP, other protocols and non-first fragments
+//     name no flow). Control messages of ours never do.
 //
 // # Config (per port, under mechanisms: sfc:)
 //

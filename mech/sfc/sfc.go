@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 	"sync/atomic"
 
 	"github.com/gswitch/gswitch/mech"
@@ -62,9 +63,14 @@ type port struct {
 	histSum                       atomic.Uint64
 }
 
-// histBounds are the upper bounds (bytes) of the queue-depth histogram.
-var histBounds = [...]uint64{0, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10,
-	256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20}
+// histBounds are the upper bounds (bytes) of the queue-depth histogram: 0,
+// then 1 KiB to 48 MiB in steps of x1.5 and x1.33 (1, 1.5, 2, 3, 4, 6 KiB...).
+var histBounds = func() (b [33]uint64) {
+	for k := 0; k < 16; k++ {
+		b[1+2*k], b[2+2*k] = 1024<<k, 1536<<k
+	}
+	return b
+}()
 
 // SFC is the mechanism's instance in one switch.
 type SFC struct {
@@ -135,10 +141,7 @@ func (p *port) observe(qd uint64) {
 	if qd > p.peak.Load() {
 		p.peak.Store(qd)
 	}
-	i := 0
-	for i < len(histBounds) && qd > histBounds[i] {
-		i++
-	}
+	i := sort.Search(len(histBounds), func(i int) bool { return histBounds[i] >= qd })
 	p.hist[i].Add(1)
 	p.histSum.Add(qd)
 }
@@ -164,6 +167,13 @@ func pauseUs(ns int64) uint32 {
 // ExpressPass credit): SFC never triggers a BTS about one.
 func isControl(p *pkt.Packet) bool { return p.Flags&pkt.FlagControl != 0 }
 
+// flow reports whether p is a packet a BTS can name: IPv4 with a TCP or UDP
+// header (the quote carries its ports, by which the sender finds the flow).
+// ICMP, other protocols and non-first fragments name no flow to pause.
+func flow(p *pkt.Packet) bool {
+	return p.Flags&pkt.FlagIPv4 != 0 && p.L4Off != 0 && (p.Proto == pkt.ProtoTCP || p.Proto == pkt.ProtoUDP)
+}
+
 // Admit is SFC's ingress stage for the egress queue p is headed to
 // (Algorithm 1, SfcIngress and SfcEgress; egress worker of port i):
 //
@@ -185,7 +195,7 @@ func (s *SFC) Admit(i int, p *pkt.Packet, now int64) {
 		}
 		return
 	}
-	if p.Lane != pkt.LaneData || p.Flags&pkt.FlagIPv4 == 0 {
+	if p.Lane != pkt.LaneData || !flow(p) {
 		return
 	}
 	q := pt.qr.QueueOf(p)
@@ -334,7 +344,7 @@ func (s *SFC) Dequeued(i int, b *mech.Batch) {
 	}
 	for k := range b.Pkts {
 		p := &b.Pkts[k]
-		if p.Verdict != pkt.Forward || isControl(p) || p.Flags&pkt.FlagIPv4 == 0 || int(p.Queue) >= pt.nq {
+		if p.Verdict != pkt.Forward || isControl(p) || !flow(p) || int(p.Queue) >= pt.nq {
 			continue
 		}
 		qd, _ := pt.bl.Backlog(int(p.Queue))

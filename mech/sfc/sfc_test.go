@@ -180,9 +180,15 @@ func TestBTSFromTheCongestedQueue(t *testing.T) {
 	if d.s2.CacheEntries() != 0 {
 		t.Errorf("sw2 cached the BTS it sent")
 	}
+	// A ping names no flow a sender could pause: no BTS for it, even now.
+	d.a.Links[pH1].Inject(pkttest.Ping(mac6(portMAC(sw1, pH1)), macH1, h1, r, 1, 1, 900))
+	d.f.Settle()
+	if bts, _ := btsOf(t, d.a.Links[pH1].Sent); len(bts) != 1 {
+		t.Fatalf("h1 got %d BTS after a ping into the congested queue", len(bts))
+	}
 	d.f.Advance(100e6, 1e6)
-	if n := d.b.Links[pR].SentCount; n != 30 {
-		t.Fatalf("r got %d of 30 data frames", n)
+	if n := d.b.Links[pR].SentCount; n != 31 {
+		t.Fatalf("r got %d of 31 frames", n)
 	}
 	d.a.CheckFrames(t)
 	d.b.CheckFrames(t)

@@ -49,6 +49,11 @@ type Plan struct {
 	PaceBurst  int           // full segments a paced host may send back to back (0: PaceBurst)
 	StartAt    time.Time     // wall-clock time the schedule begins (zero: now), so clients on several hosts start together
 	Progress   func(done, total int)
+
+	// FlowGate, if set, gives each flow a gate of a mechanism's host side
+	// (SFC's pause), asked before the pacer; clock is the flow's clock, conn
+	// its socket. done is called when the flow ends.
+	FlowGate func(id uint64, conn *net.UDPConn, clock func() int64) (g transport.Gate, done func(), err error)
 }
 
 // Overhead is what a gsperf segment adds on the wire to its payload:
@@ -158,8 +163,20 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	clock := func() int64 { return time.Since(runStart).Nanoseconds() + 1 }
 	s := transport.NewSender(cfg, r.ID, r.Size, clock())
 	r.StartUnixNs = time.Now().UnixNano()
+	var gates []transport.Gate
+	if p.FlowGate != nil {
+		g, done, err := p.FlowGate(r.ID, conn, clock)
+		if err != nil {
+			return
+		}
+		defer done()
+		gates = append(gates, g)
+	}
 	if pacer != nil {
-		s.Gate(pacer)
+		gates = append(gates, pacer)
+	}
+	if len(gates) > 0 {
+		s.Gate(transport.All(gates...))
 	}
 	out := func(b []byte) { conn.Write(b) }
 	buf := make([]byte, 2048)

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# sfc-incast.sh — SFC's comparison (seed 003: Fig. 1, Table 2; the spec's
+# section 2.3 "most diagnostic on our testbed") in one run: the same
+# 16-to-1 incast on the dumbbell of topologies/sfc-dumbbell.yaml under every
+# ablation, side by side.
+#
+#   tcp            no SFC: kernel TCP (iperf3, one 250 KB transfer per sender, hosts paced to 100 Mbit/s by fq)
+#   off            no SFC: gsperf flows (plain transport, BDP window, paced at 100 Mbit/s); the switches measure only
+#   egress         BTS from the dequeue side of the congested queue ("Egress BTS")
+#   ingress        BTS from the arrival side ("Ingress BTS")
+#   ingress_cache  SFC: ingress BTS + the near-source cache at sw1
+#   estimator      SFC + the incast estimator at sw1 (destination r1)
+#
+# Each mode brings the topology up afresh (gswitchd's counters and peak
+# start at zero), starts a background sender (b1 -> r2: BG_FLOWS flows of
+# BG_SIZE at BG_LOAD of 100 Mbit/s, sharing the sw1 -> sw2 link) and, 300 ms
+# later, the incast: 16 senders, one SIZE flow each, starting one by one
+# SPREAD_US apart (16 x 200 us = 5 x the base RTT, the spec's window), to
+# r1. It records sw2's queues every 2 ms, the switches' metrics at the end,
+# and every flow. Then scripts/experiments/sfc-report writes table.md and
+# the plots into OUT.
+#
+#   sudo scripts/experiments/sfc-incast.sh          # about 2 minutes
+#   MODES="off ingress_cache" sudo -E scripts/experiments/sfc-incast.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=$PATH:/usr/local/go/bin
+[ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
+MODES=${MODES:-"tcp off egress ingress ingress_cache estimator"}
+N=16 SIZE=${SIZE:-250000} SPREAD_US=${SPREAD_US:-200} RATE=${RATE:-100Mbit} BASE_RTT=${BASE_RTT:-600us}
+BG_FLOWS=${BG_FLOWS:-100} BG_SIZE=${BG_SIZE:-20000} BG_LOAD=${BG_LOAD:-0.3}
+OUT=${OUT:-results-sfc-incast-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d)
+TOPO=$WORK/topo.yaml
+cleanup() {
+	[ -f "$TOPO" ] && "$WORK/gswitchctl" topo down -state "$WORK/state" "$TOPO" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+go build -o "$WORK/gswitchctl" ./cmd/gswitchctl
+go build -o "$WORK/gswitchd" ./cmd/gswitchd
+go build -o "$WORK/gsperf" ./cmd/gsperf
+go build -o "$WORK/sfc-report" ./scripts/experiments/sfc-report
+G=$WORK/gsperf
+ns() { echo "sfcdb-$1"; }
+
+{
+	echo "date: $(date -u +%FT%TZ)"
+	echo "kernel: $(uname -r); cpus: $(nproc)"
+	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "params: N=$N SIZE=$SIZE SPREAD_US=$SPREAD_US RATE=$RATE BASE_RTT=$BASE_RTT BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD"
+} >"$OUT/env.txt"
+
+for mode in $MODES; do
+	echo "== $mode"
+	d=$OUT/$mode
+	mkdir -p "$d"
+	case $mode in
+	tcp | off) keys="{mode: off, rtt: $BASE_RTT}" ;;
+	estimator) keys="{mode: ingress_cache, rtt: $BASE_RTT, estimator: true, estimator_destinations: [10.2.1.1], estimator_rate: $RATE}" ;;
+	*) keys="{mode: $mode, rtt: $BASE_RTT}" ;;
+	esac
+	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys}|" -e "s|link: {rate: [^,]*,|link: {rate: $RATE,|" topologies/sfc-dumbbell.yaml >"$TOPO"
+	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" >"$d/up.log"
+	# Every sender reaches r1 (and the switches have resolved everything) before the clock starts.
+	for i in $(seq 1 $N); do ip netns exec "$(ns s$i)" ping -c 1 -W 1 10.2.1.1 >/dev/null; done
+	ip netns exec "$(ns b1)" ping -c 1 -W 1 10.2.2.1 >/dev/null
+	ip netns exec "$(ns s1)" ping -c 20 -i 0.01 -q 10.2.1.1 | tail -1 >"$d/ping.txt"
+	pids=()
+	if [ "$mode" = tcp ]; then
+		for i in $(seq 1 $N); do
+			ip netns exec "$(ns r1)" iperf3 -s -1 -p $((5200 + i)) >/dev/null 2>&1 &
+			ip netns exec "$(ns s$i)" tc qdisc replace dev eth0 root fq maxrate "${RATE,,}"
+		done
+	else
+		ip netns exec "$(ns r1)" "$G" server -bind 10.2.1.1:5500 >"$d/server-r1.log" 2>&1 &
+		pids+=($!)
+	fi
+	ip netns exec "$(ns r2)" "$G" server -bind 10.2.2.1:5500 >"$d/server-r2.log" 2>&1 &
+	pids+=($!)
+	sleep 0.5
+	gmode=sfc
+	case $mode in tcp | off) gmode=plain ;; esac
+	# No congestion control (Fig. 1 is "without CC"): a window larger than any flow, so the senders run at
+	# their line rate (the pacer) unless a BTS pauses them; no loss is expected, so a long timeout.
+	common=(-rate $RATE -pace $RATE -base-rtt $BASE_RTT -init-window 4MB -rto 500ms -timeout 30s)
+	at=$(($(date +%s%N) + 5000000000))
+	echo "incast_at_ns=$at" >"$d/meta.txt"
+	"$WORK/sfc-report" watch -duration 9s -out "$d/queues.json" 127.0.0.1:9562=r1 127.0.0.1:9561=sw2 &
+	watch=$!
+	ip netns exec "$(ns b1)" "$G" client -src b1 -to 10.2.2.1:5500 -size $BG_SIZE -flows $BG_FLOWS -load $BG_LOAD -arrivals poisson \
+		-mode $gmode "${common[@]}" -at $((at - 300000000)) -id-base 900000 -out "$d/bg.json" >"$d/client-b1.log" 2>&1 &
+	clients=($!)
+	for i in $(seq 1 $N); do
+		start=$((at + (i - 1) * SPREAD_US * 1000))
+		if [ "$mode" = tcp ]; then
+			# iperf3 has no start time: sleep until the sender's instant, then connect.
+			ip netns exec "$(ns s$i)" bash -c "w=\$(($start - \$(date +%s%N))); [ \$w -gt 0 ] && sleep \$(printf %d.%09d \$((w / 1000000000)) \$((w % 1000000000))); exec iperf3 -c 10.2.1.1 -p $((5200 + i)) -n $SIZE -J" >"$d/tcp-$i.json" 2>&1 &
+		else
+			ip netns exec "$(ns s$i)" "$G" client -src s$i -to 10.2.1.1:5500 -size $SIZE -flows 1 -arrivals burst -mode $gmode "${common[@]}" \
+				-at $start -id-base $((i * 1000)) -out "$WORK/s$i.json" >"$d/client-s$i.log" 2>&1 &
+		fi
+		clients+=($!)
+	done
+	wait "${clients[@]}" || echo "a client failed (see $d)"
+	wait $watch || true
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	curl -s http://127.0.0.1:9561/metrics >"$d/sw1.prom"
+	curl -s http://127.0.0.1:9562/metrics >"$d/sw2.prom"
+	if [ "$mode" != tcp ]; then
+		"$G" merge -name "$mode" -out "$d/incast.json" "$WORK"/s*.json >"$d/incast.txt"
+		rm -f "$WORK"/s*.json
+	fi
+	"$WORK/gswitchctl" topo down -state "$WORK/state" "$TOPO" >/dev/null
+	echo "load average after $mode: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
+done
+"$WORK/sfc-report" -dir "$OUT" -modes "$MODES" -base-rtt "$BASE_RTT" -rate "$(echo "$RATE" | sed -e 's/Gbit/e9/' -e 's/Mbit/e6/')"
+echo "table: $OUT/table.md; plots: $OUT/sfc-queue.png $OUT/sfc-buffer.png $OUT/sfc-slowdown.png"
