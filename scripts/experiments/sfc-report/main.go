@@ -118,7 +118,9 @@ func sum(fams map[string]*dto.MetricFamily, name string, match func(m *dto.Metri
 	return v
 }
 
-func port(p string) func(m *dto.Metric) bool { return func(m *dto.Metric) bool { return label(m, "port") == p } }
+func port(p string) func(m *dto.Metric) bool {
+	return func(m *dto.Metric) bool { return label(m, "port") == p }
+}
 
 // quantile interpolates the q-quantile of a Prometheus histogram linearly
 // within its bucket, as histogram_quantile does.
