@@ -86,7 +86,7 @@ for mode in $MODES; do
 	case $mode in tcp | off) gmode=plain ;; esac
 	# No congestion control (Fig. 1 is "without CC"): a window larger than any flow, so the senders run at
 	# their line rate (the pacer) unless a BTS pauses them; no loss is expected, so a long timeout.
-	common=(-rate $RATE -pace $RATE -base-rtt $BASE_RTT -init-window 4MB -rto 500ms -timeout 30s)
+	common=(-rate $RATE -pace $RATE -base-rtt $BASE_RTT -init-window 4MB -rto 5s -timeout 30s)
 	at=$(($(date +%s%N) + 5000000000))
 	echo "incast_at_ns=$at" >"$d/meta.txt"
 	"$WORK/sfc-report" watch -duration 9s -out "$d/queues.json" 127.0.0.1:9562=r1 127.0.0.1:9561=sw2 &

@@ -32,7 +32,7 @@ func sfcTopology(t *testing.T, senders int, rate, mode string) *topo.Topology {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: s%s\nmode: l3\nmetrics_base: %d\n", randID()[:5], 20000+rand.Intn(40000))
 	fmt.Fprintf(&b, "defaults:\n  link: {rate: %s, delay: 100us}\n  switch: {workers: 1}\n", rate)
-	fmt.Fprintf(&b, "  port: {buffer: 8MB, mechanisms: {sfc: {mode: %s, rtt: 600us}}}\n", mode)
+	fmt.Fprintf(&b, "  port: {buffer: 8MB, mechanisms: {sfc: {mode: %s, rtt: 2ms}}}\n", mode)
 	b.WriteString("switches: {sw1: {}, sw2: {}}\nhosts:\n")
 	for i := 1; i <= senders; i++ {
 		fmt.Fprintf(&b, "  s%d: {addr: 10.1.%d.1/24}\n", i, i)
@@ -242,7 +242,7 @@ func sfcIncast(t *testing.T, r *topo.Running, senders int, rate, size, mode stri
 			defer cancel()
 			outs[i-1], errs[i-1] = r.Exec(ctx, fmt.Sprintf("s%d", i), gsperfBin, "client", "-src", fmt.Sprintf("s%d", i),
 				"-to", "10.2.1.1:5500", "-size", size, "-flows", "1", "-arrivals", "burst", "-mode", mode,
-				"-rate", rate, "-pace", rate, "-base-rtt", "600us", "-init-window", "4MB", "-rto", "500ms", "-timeout", "30s",
+				"-rate", rate, "-pace", rate, "-base-rtt", "2ms", "-init-window", "4MB", "-rto", "5s", "-timeout", "30s",
 				"-at", fmt.Sprint(at+int64(i-1)*200e3), "-id-base", fmt.Sprint(i*1000), "-out", fmt.Sprintf("%s/s%d.json", dir, i)).CombinedOutput()
 		}(i)
 	}
@@ -272,7 +272,7 @@ func sfcIncast(t *testing.T, r *topo.Running, senders int, rate, size, mode stri
 // cacheable) or from sw1's cache (from_cache).
 func TestSFCIncastHalvesThePeakBuffer(t *testing.T) {
 	requireNetns(t)
-	const n, rate, size = 16, "50Mbit", "200KB"
+	const n, rate, size = 16, "10Mbit", "100KB"
 	peak := map[string]float64{}
 	for _, mode := range []string{"off", "ingress_cache"} {
 		tp := sfcTopology(t, n, rate, mode)
