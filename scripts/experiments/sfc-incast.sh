@@ -4,21 +4,26 @@
 # 16-to-1 incast on the dumbbell of topologies/sfc-dumbbell.yaml under every
 # ablation, side by side.
 #
-#   tcp            no SFC: kernel TCP (iperf3, one 250 KB transfer per sender, hosts paced to 100 Mbit/s by fq)
-#   off            no SFC: gsperf flows (plain transport, BDP window, paced at 100 Mbit/s); the switches measure only
+#   tcp            no SFC: kernel TCP (iperf3, one transfer per sender, hosts paced to the line rate by fq)
+#   off            no SFC: gsperf flows; the switches only measure
 #   egress         BTS from the dequeue side of the congested queue ("Egress BTS")
 #   ingress        BTS from the arrival side ("Ingress BTS")
 #   ingress_cache  SFC: ingress BTS + the near-source cache at sw1
 #   estimator      SFC + the incast estimator at sw1 (destination r1)
 #
+# gsperf runs without congestion control, as the paper's Fig. 1: each
+# sender paced at its line rate RATE, a window larger than its flow, so
+# only a BTS slows it down (-mode sfc) or nothing does (-mode plain).
+#
 # Each mode brings the topology up afresh (gswitchd's counters and peak
 # start at zero), starts a background sender (b1 -> r2: BG_FLOWS flows of
-# BG_SIZE at BG_LOAD of 100 Mbit/s, sharing the sw1 -> sw2 link) and, 300 ms
+# BG_SIZE at BG_LOAD of RATE, sharing the sw1 -> sw2 link) and, 300 ms
 # later, the incast: 16 senders, one SIZE flow each, starting one by one
-# SPREAD_US apart (16 x 200 us = 5 x the base RTT, the spec's window), to
-# r1. It records sw2's queues every 2 ms, the switches' metrics at the end,
-# and every flow. Then scripts/experiments/sfc-report writes table.md and
-# the plots into OUT.
+# SPREAD_US apart (16 x 600 us: about 5 base RTTs, the spec's window), to
+# r1. It samples r1's queue every 25 ms around the incast (the peak and
+# p99 come from the switch: gswitch_sfc_queue_peak_bytes and the depth
+# histogram), keeps the switches' metrics at the end and every flow. Then
+# scripts/experiments/sfc-report writes table.md and the plots into OUT.
 #
 #   sudo scripts/experiments/sfc-incast.sh          # about 2 minutes
 #   MODES="off ingress_cache" sudo -E scripts/experiments/sfc-incast.sh
@@ -27,8 +32,8 @@ cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 MODES=${MODES:-"tcp off egress ingress ingress_cache estimator"}
-N=16 SIZE=${SIZE:-250000} SPREAD_US=${SPREAD_US:-200} RATE=${RATE:-100Mbit} BASE_RTT=${BASE_RTT:-600us}
-BG_FLOWS=${BG_FLOWS:-100} BG_SIZE=${BG_SIZE:-20000} BG_LOAD=${BG_LOAD:-0.3}
+N=16 SIZE=${SIZE:-100000} SPREAD_US=${SPREAD_US:-600} RATE=${RATE:-20Mbit} BASE_RTT=${BASE_RTT:-2ms}
+BG_FLOWS=${BG_FLOWS:-40} BG_SIZE=${BG_SIZE:-20000} BG_LOAD=${BG_LOAD:-0.3} LEAD_S=${LEAD_S:-12}
 OUT=${OUT:-results-sfc-incast-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -51,7 +56,7 @@ ns() { echo "sfcdb-$1"; }
 	echo "kernel: $(uname -r); cpus: $(nproc)"
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "params: N=$N SIZE=$SIZE SPREAD_US=$SPREAD_US RATE=$RATE BASE_RTT=$BASE_RTT BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD"
+	echo "params: N=$N SIZE=$SIZE SPREAD_US=$SPREAD_US RATE=$RATE BASE_RTT=$BASE_RTT BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD LEAD_S=$LEAD_S"
 } >"$OUT/env.txt"
 
 for mode in $MODES; do
@@ -87,9 +92,15 @@ for mode in $MODES; do
 	# No congestion control (Fig. 1 is "without CC"): a window larger than any flow, so the senders run at
 	# their line rate (the pacer) unless a BTS pauses them; no loss is expected, so a long timeout.
 	common=(-rate $RATE -pace $RATE -base-rtt $BASE_RTT -init-window 4MB -rto 5s -timeout 30s)
-	at=$(($(date +%s%N) + 5000000000))
+	# Every client waits for its instant: starting 17 processes takes seconds on a loaded machine.
+	at=$(($(date +%s%N) + LEAD_S * 1000000000))
 	echo "incast_at_ns=$at" >"$d/meta.txt"
-	"$WORK/sfc-report" watch -duration 9s -out "$d/queues.json" 127.0.0.1:9562=r1 127.0.0.1:9561=sw2 &
+	(
+		sleep $((LEAD_S - 1))
+		# Every 25 ms, sw2 only: a scrape costs the switch CPU (sw1's metrics are 120 KB of text), and
+		# scraping fast starves the switches of the two cores. Peak and p99 come from the switch itself.
+		exec "$WORK/sfc-report" watch -duration 4s -interval 25ms -out "$d/queues.json" 127.0.0.1:9562=r1
+	) &
 	watch=$!
 	ip netns exec "$(ns b1)" "$G" client -src b1 -to 10.2.2.1:5500 -size $BG_SIZE -flows $BG_FLOWS -load $BG_LOAD -arrivals poisson \
 		-mode $gmode "${common[@]}" -at $((at - 300000000)) -id-base 900000 -out "$d/bg.json" >"$d/client-b1.log" 2>&1 &

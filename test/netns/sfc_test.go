@@ -230,7 +230,7 @@ func sfcIncast(t *testing.T, r *topo.Running, senders int, rate, size, mode stri
 			t.Fatalf("s%d cannot reach r1: %v\n%s", i, err, out)
 		}
 	}
-	at := time.Now().Add(3 * time.Second).UnixNano()
+	at := time.Now().Add(8 * time.Second).UnixNano() // starting 16 processes takes seconds on a loaded machine
 	var wg sync.WaitGroup
 	errs := make([]error, senders)
 	outs := make([][]byte, senders)

@@ -260,8 +260,19 @@ func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
 	if b, err := os.ReadFile(filepath.Join(d, "queues.json")); err == nil {
 		var s map[string][][2]float64
 		if json.Unmarshal(b, &s) == nil {
+			// Time 0 is the last sample before the queue first grew: on a loaded machine the
+			// senders start up to a second after the instant they were given.
+			pts := s["127.0.0.1:9562/r1"]
 			at := float64(readMeta(filepath.Join(d, "meta.txt"))["incast_at_ns"])
-			for _, p := range s["127.0.0.1:9562/r1"] {
+			for i, p := range pts {
+				if p[1] > 0 {
+					if i > 0 {
+						at = pts[i-1][0]
+					}
+					break
+				}
+			}
+			for _, p := range pts {
 				r.series = append(r.series, plotter.XY{X: (p[0] - at) / 1e6, Y: p[1] / 1000})
 			}
 		}
@@ -296,10 +307,10 @@ func table(w io.Writer, rows []*row) {
 	}
 }
 
-func plots(dir string, rows []*row) error {
+func plots(dir string, rows []*row, rate float64) error {
 	// Queue over time.
 	p := plot.New()
-	p.Title.Text = "incast port (sw2 -> r1): queue depth from the incast's start"
+	p.Title.Text = "incast port (sw2 -> r1): queue depth from the incast's start (samples every 25 ms)"
 	p.X.Label.Text = "ms"
 	p.Y.Label.Text = "KB"
 	for i, r := range rows {
@@ -308,7 +319,7 @@ func plots(dir string, rows []*row) error {
 		}
 		var pts plotter.XYs
 		for _, xy := range r.series {
-			if xy.X >= -20 && xy.X <= 600 {
+			if xy.X >= -20 && xy.X <= 1500 {
 				pts = append(pts, xy)
 			}
 		}
@@ -349,7 +360,7 @@ func plots(dir string, rows []*row) error {
 		func(r *row) []float64 { return []float64{r.peak / 1000, r.p99 / 1000} }); err != nil {
 		return err
 	}
-	return bars("sfc-slowdown.png", "slowdown (FCT / ideal at 100 Mbit/s + base RTT)", "slowdown",
+	return bars("sfc-slowdown.png", fmt.Sprintf("slowdown (FCT / ideal at %g Mbit/s + base RTT)", rate/1e6), "slowdown",
 		[]string{"incast avg", "incast p99", "background avg", "background p99"},
 		func(r *row) []float64 { return []float64{r.incast.avg, r.incast.p99, r.bg.avg, r.bg.p99} })
 }
@@ -431,7 +442,7 @@ func main() {
 	}
 	table(io.MultiWriter(f, os.Stdout), rows)
 	f.Close()
-	if err := plots(*dir, rows); err != nil {
+	if err := plots(*dir, rows, *rate); err != nil {
 		fmt.Fprintln(os.Stderr, "sfc-report:", err)
 		os.Exit(1)
 	}
