@@ -571,3 +571,64 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 }
 
 var _ = binary.BigEndian
+
+// TestL2Dumbbell: on learning switches the BTS goes back by the learnt
+// port of the original source MAC, from the MAC of the switch port it
+// leaves by (never the receiver's MAC, which other switches would learn on
+// the wrong port); sw1 caches it and answers h2 from its own port's MAC.
+func TestL2Dumbbell(t *testing.T) {
+	f := dptest.NewFabric()
+	l2 := func(id uint16, c *sfc.Config, ports ...dataplane.PortConfig) dataplane.Config {
+		for i := range ports {
+			ports[i].Mechanisms = mechs(c)
+		}
+		return dataplane.Config{SwitchID: id, Workers: 1, Ports: ports, SharedBuffer: 8 << 20}
+	}
+	a := f.Add(t, l2(1, conf("ingress_cache"), dataplane.PortConfig{Name: "h1", MAC: portMAC(sw1, 0)}, dataplane.PortConfig{Name: "h2", MAC: portMAC(sw1, 1)},
+		dataplane.PortConfig{Name: "up", MAC: portMAC(sw1, 2), Role: mech.RoleFabric}), 4096)
+	b := f.Add(t, l2(2, conf("ingress_cache"), dataplane.PortConfig{Name: "r", MAC: portMAC(sw2, 0), RateBits: rateR, BurstBytes: 1538, BufferBytes: 4 << 20, MaxPackets: 8192},
+		dataplane.PortConfig{Name: "down", MAC: portMAC(sw2, 1), Role: mech.RoleFabric}), 8192)
+	f.Connect(a, pUp, b, pDown)
+	a.Links[pH1].Record, a.Links[pH2].Record = true, true
+	// Every host speaks once, so both switches learn where it is.
+	a.Links[pH1].Inject(pkttest.UDP4(pkttest.Broadcast, macH1, h1, r, 9, 9, nil))
+	a.Links[pH2].Inject(pkttest.UDP4(pkttest.Broadcast, macH2, h2, r, 9, 9, nil))
+	b.Links[pR].Inject(pkttest.UDP4(pkttest.Broadcast, macR, r, h1, 9, 9, nil))
+	f.Settle()
+	a.Links[pH1].Sent, a.Links[pH2].Sent = nil, nil
+	for i := 0; i < 30; i++ {
+		a.Links[pH1].Inject(gsperfFrame(macR, macH1, h1, r, 4000, 77, 0))
+	}
+	f.Settle()
+	bts, _ := btsOf(t, a.Links[pH1].Sent)
+	if len(bts) != 1 || bts[0].Pause != 11000 || bts[0].Flags != wire.BTSCacheable {
+		t.Fatalf("h1 got %d BTS %+v", len(bts), bts)
+	}
+	fr := a.Links[pH1].Sent[0]
+	if [6]byte(fr[0:6]) != macH1 || [6]byte(fr[6:12]) != mac6(portMAC(sw2, pDown)) {
+		t.Fatalf("BTS from %x to %x; want from sw2's port toward sw1 to h1", fr[6:12], fr[0:6])
+	}
+	// The receiver's MAC stays learnt behind sw1's uplink, where it is.
+	s1 := a.SW.Mechanisms()["sfc"].(*sfc.SFC)
+	if s1.CacheRemaining(r, 0) != 11000e3 {
+		t.Fatalf("sw1 cached %d ns", s1.CacheRemaining(r, 0))
+	}
+	a.Links[pH2].Inject(gsperfFrame(macR, macH2, h2, r, 6000, 88, 0))
+	f.Settle()
+	var fromCache [][]byte
+	for _, fr := range a.Links[pH2].Sent {
+		if m, _ := btsOf(t, [][]byte{fr}); len(m) == 1 && m[0].Flags == wire.BTSFromCache {
+			fromCache = append(fromCache, fr)
+		}
+	}
+	if len(fromCache) != 1 || [6]byte(fromCache[0][0:6]) != macH2 || [6]byte(fromCache[0][6:12]) != mac6(portMAC(sw1, pH2)) {
+		t.Fatalf("h2 got %d BTS from sw1's cache", len(fromCache))
+	}
+	// r is still reached: its MAC was not learnt anywhere else.
+	f.Advance(100e6, 1e6)
+	if n := b.Links[pR].SentCount; n < 31 {
+		t.Fatalf("r got %d frames", n)
+	}
+	a.CheckFrames(t)
+	b.CheckFrames(t)
+}
