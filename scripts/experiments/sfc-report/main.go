@@ -6,7 +6,7 @@
 //	sfc-report -dir results-sfc-incast-... -modes "tcp off egress ingress ingress_cache estimator"
 //	sfc-report watch -out queues.json -duration 5s URL=PORT ...   # sample queue depths with timestamps
 //
-// Each mode's directory holds what the script collected: sw1.prom and
+// Each run's directory (DIR/MODE/RUN) holds what the script collected: sw1.prom and
 // sw2.prom (the switches' metrics at the end of the run), queues.json (the
 // watch), meta.txt (the incast's start), incast.json and bg.json (gsperf
 // runs), or iperf3 JSON files tcp-*.json for the kernel TCP baseline.
@@ -44,11 +44,14 @@ var congestion = map[string]bool{"buffer_full": true, "frame_limit": true, "port
 type row struct {
 	mode                   string
 	label                  string
-	peak, p99              float64 // bytes at the congested port
-	drops                  float64 // congestion drops in both switches and the kernel's AF_XDP rx drops
-	retx                   uint64  // segments the senders sent again
+	runs                   int
+	peaks                  []float64 // each run's peak, sorted
+	peak, p99              float64   // bytes at the congested port: the median run's
+	drops                  float64   // congestion drops in both switches and the kernel's AF_XDP rx drops
+	retx                   uint64    // segments the senders sent again
 	incast, bg             stats
-	sent, supp             float64 // BTS sent and suppressed by Bloom filters, both switches
+	incastX, bgX           []float64 // slowdowns of the completed flows, all runs
+	sent, supp             float64   // BTS sent and suppressed by Bloom filters, both switches
 	fromCache, cacheHits   float64
 	bloomMax, cacheUpdates float64
 	series                 plotter.XYs // r1's queue: ms since the incast's start, KB
@@ -204,12 +207,52 @@ func readMeta(path string) map[string]int64 {
 	return m
 }
 
+// load reads every run of a mode (DIR/MODE/1, 2, ...) into one row: the
+// counters summed, the flows pooled, the peak and p99 of the run with the
+// median peak (and every run's peak), the queue series of that run.
 func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
-	d := filepath.Join(dir, mode)
+	runs, _ := filepath.Glob(filepath.Join(dir, mode, "[0-9]*"))
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("no runs in %s", filepath.Join(dir, mode))
+	}
 	r := &row{mode: mode, label: labels[mode]}
 	if r.label == "" {
 		r.label = mode
 	}
+	var each []*row
+	for _, d := range runs {
+		x, err := loadRun(d, mode, rateBits, rttNs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
+		each = append(each, x)
+		r.runs++
+		r.drops += x.drops
+		r.retx += x.retx
+		r.sent += x.sent
+		r.supp += x.supp
+		r.fromCache += x.fromCache
+		r.cacheHits += x.cacheHits
+		r.cacheUpdates += x.cacheUpdates
+		r.bloomMax = max(r.bloomMax, x.bloomMax)
+		r.incastX = append(r.incastX, x.incastX...)
+		r.bgX = append(r.bgX, x.bgX...)
+		r.incast.n += x.incast.n
+		r.bg.n += x.bg.n
+	}
+	sort.Slice(each, func(i, j int) bool { return each[i].peak < each[j].peak })
+	med := each[(len(each)-1)/2]
+	r.peak, r.p99, r.series = med.peak, med.p99, med.series
+	for _, x := range each {
+		r.peaks = append(r.peaks, x.peak)
+	}
+	n, nb := r.incast.n, r.bg.n
+	r.incast, r.bg = summarize(r.incastX, n), summarize(r.bgX, nb)
+	return r, nil
+}
+
+func loadRun(d, mode string, rateBits float64, rttNs int64) (*row, error) {
+	r := &row{mode: mode}
 	sw1, err := readProm(filepath.Join(d, "sw1.prom"))
 	if err != nil {
 		return nil, err
@@ -222,7 +265,8 @@ func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
 	if f := sw2["gswitch_sfc_queue_depth_bytes"]; f != nil {
 		for _, m := range f.GetMetric() {
 			if label(m, "port") == "r1" {
-				r.p99 = quantile(m.GetHistogram(), 0.99)
+				// Interpolated within its bucket (x1.33 to x1.5 wide), so at most the peak.
+				r.p99 = min(quantile(m.GetHistogram(), 0.99), r.peak)
 			}
 		}
 	}
@@ -251,9 +295,9 @@ func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.incast, r.retx = summarize(xs, n), retx
+	r.incast, r.incastX, r.retx = stats{n: n}, xs, retx
 	if xs, n, retx, err = slowdowns(filepath.Join(d, "bg.json")); err == nil {
-		r.bg = summarize(xs, n)
+		r.bg, r.bgX = stats{n: n}, xs
 		r.retx += retx
 	}
 	// The congested port's queue over time, from the incast's start.
@@ -290,7 +334,7 @@ var labels = map[string]string{
 }
 
 func table(w io.Writer, rows []*row) {
-	fmt.Fprintln(w, "| mode | peak buffer (KB) | p99 buffer (KB) | drops | retransmitted | incast slowdown avg / p99 (done) | background slowdown avg / p99 (done) | BTS sent (from cache) | BTS suppressed by Bloom | suppression ratio | cache hits | Bloom flows max |")
+	fmt.Fprintln(w, "| mode | peak buffer (KB): median [runs] | p99 buffer (KB) | drops | retransmitted | incast slowdown avg / p99 (done) | background slowdown avg / p99 (done) | BTS sent (from cache) | BTS suppressed by Bloom | suppression ratio | cache hits | Bloom flows max |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		ratio := "–"
@@ -301,8 +345,16 @@ func table(w io.Writer, rows []*row) {
 		if r.bg.n > 0 {
 			bg = fmt.Sprintf("%.1f / %.1f (%d/%d)", r.bg.avg, r.bg.p99, r.bg.done, r.bg.n)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %d | %.1f / %.1f (%d/%d) | %s | %.0f (%.0f) | %.0f | %s | %.0f | %.0f |\n",
-			r.label, r.peak/1000, r.p99/1000, r.drops, r.retx, r.incast.avg, r.incast.p99, r.incast.done, r.incast.n, bg,
+		var runs []string
+		for _, p := range r.peaks {
+			runs = append(runs, fmt.Sprintf("%.0f", p/1000))
+		}
+		incast := fmt.Sprintf("%.1f / %.1f (%d/%d)", r.incast.avg, r.incast.p99, r.incast.done, r.incast.n)
+		if r.mode == "tcp" {
+			incast = fmt.Sprintf("not measured (%d/%d)", r.incast.done, r.incast.n) // iperf3 -n times the sender's writes, not the delivery
+		}
+		fmt.Fprintf(w, "| %s | %.0f [%s] | %.0f | %.0f | %d | %s | %s | %.0f (%.0f) | %.0f | %s | %.0f | %.0f |\n",
+			r.label, r.peak/1000, strings.Join(runs, " "), r.p99/1000, r.drops, r.retx, incast, bg,
 			r.sent, r.fromCache, r.supp, ratio, r.cacheHits, r.bloomMax)
 	}
 }
@@ -353,6 +405,8 @@ func plots(dir string, rows []*row, rate float64) error {
 			p.Legend.Add(r.label, b)
 		}
 		p.Legend.Top = true
+		p.Legend.Left = true
+		p.Legend.XOffs = vg.Points(40)
 		p.NominalX(names...)
 		return p.Save(9*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, file))
 	}
@@ -362,7 +416,12 @@ func plots(dir string, rows []*row, rate float64) error {
 	}
 	return bars("sfc-slowdown.png", fmt.Sprintf("slowdown (FCT / ideal at %g Mbit/s + base RTT)", rate/1e6), "slowdown",
 		[]string{"incast avg", "incast p99", "background avg", "background p99"},
-		func(r *row) []float64 { return []float64{r.incast.avg, r.incast.p99, r.bg.avg, r.bg.p99} })
+		func(r *row) []float64 {
+			if r.mode == "tcp" {
+				return []float64{0, 0, r.bg.avg, r.bg.p99} // the incast's FCT is not measured with iperf3
+			}
+			return []float64{r.incast.avg, r.incast.p99, r.bg.avg, r.bg.p99}
+		})
 }
 
 // watch samples gswitch_queue_depth_bytes of queue 0 of the named ports
