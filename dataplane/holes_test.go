@@ -111,6 +111,9 @@ func TestLinkLocalAndControlFrames(t *testing.T) {
 	if host.ControlRx[1] != 1 || host.ControlRx[16] != 1 || fabric.ControlRx[16] != 1 {
 		t.Errorf("control messages counted: host %d %d, fabric %d", host.ControlRx[1], host.ControlRx[16], fabric.ControlRx[16])
 	}
+	if host.Forged[1] != 1 || host.Forged[16] != 1 || fabric.Forged[1] != 0 || fabric.Forged[16] != 0 {
+		t.Errorf("forged by type: host %d %d, fabric %d %d", host.Forged[1], host.Forged[16], fabric.Forged[1], fabric.Forged[16])
+	}
 	// Only the BTS from the fabric port reached host 3; nothing was flooded.
 	if l[2].SentCount != 1 || l[0].SentCount != 0 {
 		t.Errorf("host 3 got %d frames, host 1 got %d", l[2].SentCount, l[0].SentCount)

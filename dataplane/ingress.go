@@ -101,6 +101,7 @@ func (w *worker) control(in int, b *mech.Batch) {
 			switch {
 			case host:
 				p.DropWith(pkt.ReasonForged)
+				c.forged[p.Ctl].Add(1)
 			case p.Flags&pkt.FlagControl == 0 || !gcLinkLocal(p.Ctl) || s.control[p.Ctl] == nil:
 				p.DropWith(pkt.ReasonUnclaimed)
 			default:
@@ -124,6 +125,7 @@ func (w *worker) control(in int, b *mech.Batch) {
 		c.controlRx[p.Ctl].Add(1)
 		if host && !gcFromHost(p.Ctl) {
 			p.DropWith(pkt.ReasonForged)
+			c.forged[p.Ctl].Add(1)
 			continue
 		}
 		if s.control[p.Ctl] != nil {

@@ -776,6 +776,7 @@ type PortCounters struct {
 	Drops                                  [pkt.MaxReasons]uint64
 	Malformed                              [pkt.NumErrs]uint64
 	ControlRx                              [256]uint64 // control messages received, by GC type
+	Forged                                 [256]uint64 // of those, the ones dropped as forged (a switch-only type from a host port), by GC type
 	Emitted                                [256]uint64 // frames the switch emitted on the port, by GC type
 	EmitFailed                             [256]uint64 // emissions that failed, by GC type
 }
@@ -798,6 +799,7 @@ func (s *Switch) Counters(i int) PortCounters {
 		}
 		for t := range c.ControlRx {
 			c.ControlRx[t] += k.controlRx[t].Load()
+			c.Forged[t] += k.forged[t].Load()
 			c.Emitted[t] += k.emitted[t].Load()
 			c.EmitFailed[t] += k.emitFailed[t].Load()
 		}

@@ -58,7 +58,7 @@ type portCtr struct {
 	rxPackets, rxBytes, txPackets, txBytes, flooded atomic.Uint64
 	drops                                           [pkt.MaxReasons]atomic.Uint64
 	malformed                                       [pkt.NumErrs]atomic.Uint64
-	controlRx, emitted, emitFailed                  [256]atomic.Uint64
+	controlRx, forged, emitted, emitFailed          [256]atomic.Uint64
 	_                                               [64]byte
 }
 

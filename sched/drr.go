@@ -52,13 +52,16 @@ func newSFQ(p Params) (Scheduler, error) {
 	return s, nil
 }
 
-func (d *drr) Enqueue(p *pkt.Packet) queues.Drop {
-	var q int
+// QueueOf implements Queuer.
+func (d *drr) QueueOf(p *pkt.Packet) int {
 	if d.sfq {
-		q = int(p.Hash % uint32(d.s.Len()))
-	} else {
-		q = d.cls.queue(p, d.s.Len())
+		return int(p.Hash % uint32(d.s.Len()))
 	}
+	return d.cls.queue(p, d.s.Len())
+}
+
+func (d *drr) Enqueue(p *pkt.Packet) queues.Drop {
+	q := d.QueueOf(p)
 	p.Queue = uint16(q)
 	return d.s.Push(q, p)
 }

@@ -112,6 +112,9 @@ func (f *PFabric) Resume(int) { f.paused.Store(false) }
 // Paused reports whether the port's queue is paused.
 func (f *PFabric) Paused(int) bool { return f.paused.Load() }
 
+// QueueOf implements Queuer: pFabric has one buffer.
+func (f *PFabric) QueueOf(*pkt.Packet) int { return 0 }
+
 // Backlog is the buffer's exact bytes and packets (owner only).
 func (f *PFabric) Backlog(int) (uint64, uint32) { return f.bytes, uint32(len(f.best)) }
 

@@ -50,16 +50,25 @@ func (r *RSP) Round() uint64 { return r.round.Load() }
 // SetRound moves the calendar to round rd (tests; owner only, while empty).
 func (r *RSP) SetRound(rd uint64) { r.round.Store(rd) }
 
-func (r *RSP) Enqueue(p *pkt.Packet) queues.Drop {
+// QueueOf implements Queuer: the queue of the packet's round, or -1 for a
+// round N or more ahead.
+func (r *RSP) QueueOf(p *pkt.Packet) int {
 	cur := r.round.Load()
 	ahead := int64(int32(p.Rank - uint32(cur))) // rounds ahead of the current one, from the low 32 bits
 	if ahead < 0 {
 		ahead = 0
 	}
 	if ahead >= int64(r.n) {
+		return -1
+	}
+	return int((cur + uint64(ahead)) % uint64(r.n))
+}
+
+func (r *RSP) Enqueue(p *pkt.Packet) queues.Drop {
+	q := r.QueueOf(p)
+	if q < 0 {
 		return queues.RoundOverflow
 	}
-	q := int((cur + uint64(ahead)) % uint64(r.n))
 	p.Queue = uint16(q)
 	return r.s.Push(q, p)
 }

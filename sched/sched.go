@@ -68,6 +68,15 @@ type Backlogger interface {
 	Backlog(i int) (bytes uint64, packets uint32)
 }
 
+// Queuer is implemented by every scheduler here: the queue Enqueue would
+// put p on if it arrived now, or -1 if Enqueue would refuse it whatever the
+// queues hold (rsp: a round too far ahead). Owner only; it changes nothing.
+// Admission stages that act on the state of the packet's own queue before
+// the traffic manager has classified it (SFC's trigger) use it.
+type Queuer interface {
+	QueueOf(p *pkt.Packet) int
+}
+
 // Evictor is implemented by schedulers whose Enqueue may push out more
 // than one buffered packet for one arrival (pfabric). After Enqueue returns
 // queues.Evicted with the first evicted packet in *p, the caller frees the

@@ -553,3 +553,43 @@ func TestPFabricHashAllOnes(t *testing.T) {
 		t.Fatalf("dequeued %d of 9, %d left", n, pf.Len())
 	}
 }
+
+// TestQueueOfIsWhereEnqueuePuts: for every scheduler, QueueOf names the
+// queue Enqueue then puts the packet on (or -1 exactly when Enqueue refuses
+// it outright), over packets of random DSCP, PCP, hash, queue and rank.
+func TestQueueOfIsWhereEnqueuePuts(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for _, name := range Names() {
+		for _, by := range []string{"dscp", "pcp", "queue"} {
+			s := mk(t, name, Params{Queues: 8, Classify: Classifier{By: by}})
+			qr, ok := s.(Queuer)
+			if !ok {
+				t.Fatalf("%s does not implement Queuer", name)
+			}
+			bl := s.(Backlogger)
+			for i := 0; i < 2000; i++ {
+				p := pkt.Packet{Len: 100, TOS: uint8(rng.Intn(256)), PCP: uint8(rng.Intn(8)), Hash: rng.Uint32(),
+					Queue: uint16(rng.Intn(8)), Rank: uint32(rng.Intn(12))}
+				q := qr.QueueOf(&p)
+				before, _ := bl.Backlog(max(q, 0))
+				d := s.Enqueue(&p)
+				if q < 0 {
+					if d == queues.Accepted {
+						t.Fatalf("%s/%s: QueueOf said -1, Enqueue took the packet onto %d", name, by, p.Queue)
+					}
+					continue
+				}
+				if d != queues.Accepted {
+					t.Fatalf("%s/%s: enqueue refused: %v", name, by, d)
+				}
+				after, _ := bl.Backlog(q)
+				if after != before+100 || (name != "pfabric" && int(p.Queue) != q) {
+					t.Fatalf("%s/%s: QueueOf %d, Enqueue put it on %d (backlog %d -> %d)", name, by, q, p.Queue, before, after)
+				}
+				if i%3 == 0 {
+					s.Dequeue(&p)
+				}
+			}
+		}
+	}
+}

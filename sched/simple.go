@@ -25,6 +25,9 @@ func (f *fifo) Enqueue(p *pkt.Packet) queues.Drop {
 	return f.s.Push(0, p)
 }
 
+// QueueOf implements Queuer: always queue 0.
+func (f *fifo) QueueOf(*pkt.Packet) int { return 0 }
+
 func (f *fifo) Dequeue(p *pkt.Packet) bool {
 	if f.s.Ready() == 0 {
 		return false
@@ -56,6 +59,9 @@ func (s *prio) Enqueue(p *pkt.Packet) queues.Drop {
 	p.Queue = uint16(q)
 	return s.s.Push(q, p)
 }
+
+// QueueOf implements Queuer.
+func (s *prio) QueueOf(p *pkt.Packet) int { return s.cls.queue(p, s.s.Len()) }
 
 func (s *prio) Dequeue(p *pkt.Packet) bool {
 	q := queues.First(s.s.Ready())

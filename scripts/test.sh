@@ -22,7 +22,7 @@ for f in FuzzGCHeader FuzzBFC FuzzBTS FuzzCredit FuzzTag; do fuzz $f ./wire; don
 for f in FuzzParseLinkXDP FuzzParseReply; do fuzz $f ./bpf; done
 for d in $(go list ./... | grep -v /test/netns); do
 	# Fuzz targets added to other packages are run too.
-	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' $(go list -f '{{range .TestGoFiles}}{{$.Dir}}/{{.}} {{end}}' "$d") 2>/dev/null | sed 's/^func //'); do
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' $(go list -f '{{range .TestGoFiles}}{{$.Dir}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$.Dir}}/{{.}} {{end}}' "$d") 2>/dev/null | sed 's/^func //'); do
 		case "$d:$f" in
 		*/pkt:FuzzParse | */sched:FuzzSchedulersAgainstReference | */perf/proto:FuzzHeader | */wire:* | */bpf:*) ;;
 		*) fuzz "$f" "$d" ;;

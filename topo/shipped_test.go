@@ -15,7 +15,7 @@ func TestShippedTopologies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bfc-line.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml"}
+	want := []string{"bfc-line.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml"}
 	var got []string
 	for _, f := range files {
 		got = append(got, filepath.Base(f))
@@ -85,6 +85,19 @@ func TestShippedTopologies(t *testing.T) {
 			sw2[fmt.Sprintf("10.1.%d.0/24", k)] = []string{"10.255.0.0"}
 		}
 		checkRoutes(t, p, "sw2", sw2)
+	})
+	t.Run("sfc-dumbbell", func(t *testing.T) {
+		p := plans["sfc-dumbbell.yaml"]
+		if len(p.Hosts) != 19 || len(p.sw("sw1").Ports) != 18 || len(p.sw("sw2").Ports) != 3 {
+			t.Fatalf("%d hosts; sw1 %d ports, sw2 %d", len(p.Hosts), len(p.sw("sw1").Ports), len(p.sw("sw2").Ports))
+		}
+		// Every host on its own /24: sw1 reaches r1 and r2 over the shared link, sw2 each sender.
+		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": {"10.255.0.1"}, "10.2.2.0/24": {"10.255.0.1"}})
+		back := map[string][]string{}
+		for i := 1; i <= 17; i++ {
+			back[fmt.Sprintf("10.1.%d.0/24", i)] = []string{"10.255.0.0"}
+		}
+		checkRoutes(t, p, "sw2", back)
 	})
 	t.Run("parking-lot", func(t *testing.T) {
 		p := plans["parking-lot.yaml"]

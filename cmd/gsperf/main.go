@@ -30,9 +30,11 @@ import (
 	"github.com/gswitch/gswitch/config"
 	bfchost "github.com/gswitch/gswitch/perf/bfc"
 	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/sfc"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/workload"
+	"github.com/gswitch/gswitch/wire"
 )
 
 func main() {
@@ -145,7 +147,7 @@ func client(args []string) error {
 	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown")
 	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
 	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
-	mode := fs.String("mode", "plain", "transport: plain, pfabric or bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root)")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root) or sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020)")
 	bfcf := addBFCFlags(fs)
 	rtt := fs.Duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
 	rto := fs.Duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
@@ -172,11 +174,14 @@ func client(args []string) error {
 	}
 	var m transport.Mode
 	var bfcHost *bfchost.Host
+	sfcMode := *mode == "sfc"
 	if *mode == "bfc" {
 		if bfcHost, err = bfcf.start(); err != nil {
 			return err
 		}
 		defer bfcHost.Close()
+	} else if sfcMode {
+		m = transport.Plain // the plain transport under SFC's pause
 	} else if m, err = transport.ParseMode(*mode); err != nil {
 		return err
 	}
@@ -209,6 +214,17 @@ func client(args []string) error {
 	}
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(rb),
 		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: *rtt, RTO: *rto, FlowIDBase: *idBase, Timeout: *timeout, InitWindow: int(iw), Timeline: *timeline, Pace: float64(paceBits), PaceBurst: *paceBurst}
+	var bts *sfc.Listener
+	if sfcMode {
+		if p.InitWindow == 0 { // SFC's senders start at line rate with a BDP window (section 2.1)
+			p.InitWindow = max(udp.MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
+		}
+		if bts, err = sfc.Listen(fmt.Sprintf(":%d", wire.BTSPort)); err != nil {
+			return fmt.Errorf("-mode sfc: %w", err)
+		}
+		defer bts.Close()
+		p.FlowGate = sfcGate(bts)
+	}
 	if *at != 0 {
 		p.StartAt = time.Unix(0, *at)
 		if d := time.Until(p.StartAt); d < -time.Second || d > time.Hour {
@@ -228,6 +244,9 @@ func client(args []string) error {
 	recs, err := udp.Run(p)
 	if err != nil {
 		return err
+	}
+	if bts != nil {
+		fmt.Fprintf(os.Stderr, "gsperf %s: sfc: %v\n", *src, bts.Stats())
 	}
 	run := &results.Run{Name: *src, Flows: recs, Params: map[string]string{"workload": *wl, "size": *size, "flows": fmt.Sprint(*flows),
 		"load": fmt.Sprint(*load), "rate": *rate, "arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.String(), "pace": *pace}}

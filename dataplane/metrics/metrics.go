@@ -52,6 +52,7 @@ var (
 	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority (rsp) scheduler.", "port")
 	dUp         = desc("port_up", "1 while the port's interface is up.", "port")
 	dCtlRx      = desc("control_received_total", "Control messages of the mechanisms (gswitch control header) received on the port, by type, forged ones included.", "port", "kind")
+	dForged     = desc("control_forged_total", "Control messages of a type only switches send (BFC pauses, SFC back-to-sender frames) that arrived on a host port and were dropped as forged, by type.", "port", "kind")
 	dEmitted    = desc("emitted_total", "Frames the switch built and queued on the port, by kind.", "port", "kind")
 	dUnrouted   = desc("emit_unrouted_total", "Frames the switch built to be routed (such as a BTS back to its sender) that found no route, neighbour or learnt port, by kind.", "kind")
 	dEmitFailed = desc("emit_failed_total", "Frames the switch meant to emit on the port but could not (no frame free, lane full, port down), by kind.", "port", "kind")
@@ -69,7 +70,7 @@ var (
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
-	allDescs    = []*prometheus.Desc{dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	allDescs    = []*prometheus.Desc{dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dForged, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -101,6 +102,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for t := range k.ControlRx {
 			if k.ControlRx[t] != 0 {
 				counter(dCtlRx, k.ControlRx[t], p.Name, KindName(uint8(t)))
+			}
+			if k.Forged[t] != 0 {
+				counter(dForged, k.Forged[t], p.Name, KindName(uint8(t)))
 			}
 			if k.Emitted[t] != 0 || k.EmitFailed[t] != 0 {
 				counter(dEmitted, k.Emitted[t], p.Name, KindName(uint8(t)))

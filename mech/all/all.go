@@ -7,4 +7,5 @@ import (
 	_ "github.com/gswitch/gswitch/mech/afq"
 	_ "github.com/gswitch/gswitch/mech/bfc"
 	_ "github.com/gswitch/gswitch/mech/pfabric"
+	_ "github.com/gswitch/gswitch/mech/sfc"
 )

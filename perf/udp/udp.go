@@ -55,6 +55,11 @@ type Plan struct {
 	// host's pacer, nil if none) and a function to call when the flow ends.
 	// wake interrupts the flow's wait for acks (any goroutine, any time).
 	FlowHook func(id uint64, cfg *transport.Config, pacer transport.Gate, wake func()) (transport.Gate, func())
+
+	// FlowGate, if set, gives each flow a gate of a mechanism's host side
+	// (SFC's pause), asked before the pacer; clock is the flow's clock, conn
+	// its socket. done is called when the flow ends.
+	FlowGate func(id uint64, conn *net.UDPConn, clock func() int64) (g transport.Gate, done func(), err error)
 }
 
 // Overhead is what a gsperf segment adds on the wire to its payload:
@@ -173,6 +178,17 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	}
 	s := transport.NewSender(cfg, r.ID, r.Size, clock())
 	r.StartUnixNs = time.Now().UnixNano()
+	if p.FlowGate != nil {
+		g, done, err := p.FlowGate(r.ID, conn, clock)
+		if err != nil {
+			return
+		}
+		defer done()
+		if gate != nil {
+			g = transport.All(g, gate) // the mechanism's pause first, then the pacer (or the hook's gate)
+		}
+		gate = g
+	}
 	s.Gate(gate)
 	out := func(b []byte) { conn.Write(b) }
 	buf := make([]byte, 2048)
