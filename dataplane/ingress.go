@@ -130,8 +130,8 @@ func (w *worker) control(in int, b *mech.Batch) {
 
 // controlHook calls the Control hook of packet i's type with a batch of one.
 func (w *worker) controlHook(in int, b *mech.Batch, i int) {
-	one := mech.Batch{Pkts: b.Pkts[i : i+1], Mem: b.Mem, Now: b.Now, Worker: b.Worker}
-	w.s.control[b.Pkts[i].Ctl].Control(in, &one)
+	w.oneBatch = mech.Batch{Pkts: b.Pkts[i : i+1], Mem: b.Mem, Now: b.Now, Worker: b.Worker}
+	w.s.control[b.Pkts[i].Ctl].Control(in, &w.oneBatch)
 }
 
 // forwardL2 is the forwarding stage of an L2 port: learn the source MAC on

@@ -72,6 +72,7 @@ type worker struct {
 	flood    []uint16              // scratch: ports a frame floods to (one per port)
 	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
 	one      [1]pkt.Packet         // scratch: a batch of one for control hooks
+	oneBatch mech.Batch            // scratch: the batch of one packet a Control hook gets (a local would escape to the heap)
 	batch    mech.Batch            // scratch: the batch handed to hooks
 	evictBuf pkt.Packet
 	arrival  pkt.Packet // scratch: a packet as it arrived at the scheduler
@@ -385,7 +386,7 @@ func (w *worker) sleep(now int64) {
 		if queued(p) {
 			wait := p.shaper.Wait(now)
 			if p.credit != nil && !p.credit.q.Empty() {
-				if cw := p.credit.bucket.Wait(now); cw > wait {
+				if cw := p.credit.wait(now); cw > wait {
 					wait = cw
 				}
 			}

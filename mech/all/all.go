@@ -5,5 +5,6 @@ package all
 
 import (
 	_ "github.com/gswitch/gswitch/mech/afq"
+	_ "github.com/gswitch/gswitch/mech/expresspass"
 	_ "github.com/gswitch/gswitch/mech/pfabric"
 )
