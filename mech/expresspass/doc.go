@@ -14,11 +14,11 @@
 // data that the surviving credits release arrives on the port's link, in the
 // other direction, no faster than the link carries it (section 3.1):
 //
-//	 receiver R                 switch                          sender S
-//	   data  <==== port r <==============  port s  <==== data  ====
-//	   credits ==> (R's NIC meters          credit lane of s:  ==> credits
-//	               credits to its link)     rate(s) x 84/1622,
-//	                                        bucket 2, queue 8
+//	receiver R                 switch                          sender S
+//	  data  <==== port r <==============  port s  <==== data  ====
+//	  credits ==> (R's NIC meters          credit lane of s:  ==> credits
+//	              credits to its link)     rate(s) x 84/1622,
+//	                                       bucket 2, queue 8
 //
 // The credit lane of port s limits the data arriving on port s (from S);
 // R's own NIC limiter (gsperf's host bucket) limits the data on port r's

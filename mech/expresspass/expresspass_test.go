@@ -287,7 +287,9 @@ func leafSpine(t *testing.T) (f *dptest.Fabric, leaf1, leaf2, spine1, spine2 *dp
 		return dataplane.PortConfig{Name: name, MAC: m[:], RateBits: 1e9, Role: role, Addrs: []netip.Prefix{p(addr)}, Mechanisms: xpc}
 	}
 	nh := func(ip string, port uint16) l3.NextHop { return l3.NextHop{IP: a(ip), Port: port} }
-	nb := func(ip string, m [6]byte, port int) dataplane.L3Neighbor { return dataplane.L3Neighbor{IP: a(ip), MAC: m, Port: port} }
+	nb := func(ip string, m [6]byte, port int) dataplane.L3Neighbor {
+		return dataplane.L3Neighbor{IP: a(ip), MAC: m, Port: port}
+	}
 	leaf := func(id byte, host, up1, up2, peer1, peer2, other string, hostMAC [6]byte, hostIP string) dataplane.Config {
 		return dataplane.Config{Workers: 1, SwitchID: uint16(id), Ports: []dataplane.PortConfig{
 			port("h", id, 0, host, mech.RoleHost), port("spine1", id, 1, up1, mech.RoleFabric), port("spine2", id, 2, up2, mech.RoleFabric)},
