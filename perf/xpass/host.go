@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -101,6 +102,9 @@ type Flow struct {
 	stopped  int64 // ns: when XP_STOP arrived (0: not stopped)
 	lastData int64 // ns: the last data segment (or the request)
 	idx      int   // heap index (-1: not in the heap)
+	ackCum   uint64
+	ackSkip  int
+	ackHole  bool
 
 	Credits  uint64 // credits generated
 	NICDrops uint64 // of them, dropped by the full NIC queue
@@ -390,4 +394,27 @@ func (q *flowHeap) Pop() any {
 	f.idx = -1
 	*q = old[:len(old)-1]
 	return f
+}
+
+// KeepAck says whether the receiver of flow f sends ack a (the ack the
+// gsperf receiver wrote for a segment). Acks that only move the in-order
+// point forward by the segment just received are sent one in every; the
+// others (out of order: a hole the sender must hear of at once; a
+// duplicate; the one that fills a hole; the flow's last byte) always. A nil flow keeps every ack.
+func (f *Flow) KeepAck(a proto.Header, every int) bool {
+	if f == nil || every <= 1 {
+		return true
+	}
+	inOrder := a.Seq == f.ackCum && a.Ack > f.ackCum && a.Ack < a.Size
+	f.ackCum = max(f.ackCum, a.Ack)
+	if !inOrder || f.ackHole {
+		f.ackSkip = 0
+		f.ackHole = !inOrder // the ack that fills a hole goes too
+		return true
+	}
+	if f.ackSkip++; f.ackSkip >= every {
+		f.ackSkip = 0
+		return true
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -186,4 +187,38 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestKeepAckThinsInOrderAcks: in-order progress is acknowledged one in
+// four; a hole, a duplicate and the last byte at once.
+func TestKeepAckThinsInOrderAcks(t *testing.T) {
+	f := &Flow{}
+	var kept []int
+	ack := func(i int, seq, cum uint64) {
+		if f.KeepAck(proto.Header{Type: proto.TypeAck, Seq: seq, Ack: cum, Size: 100_000}, 4) {
+			kept = append(kept, i)
+		}
+	}
+	for i := 0; i < 8; i++ { // segments 0..7 in order
+		ack(i, uint64(i)*1000, uint64(i+1)*1000)
+	}
+	ack(8, 9000, 8000)    // segment 9 before 8: a hole
+	ack(9, 8000, 10000)   // 8 fills it
+	ack(10, 3000, 10000)  // a duplicate
+	ack(11, 99000, 10000) // far ahead
+	f2 := &Flow{}
+	last := f2.KeepAck(proto.Header{Type: proto.TypeAck, Seq: 99000, Ack: 100_000, Size: 100_000}, 4)
+	want := []int{3, 7, 8, 9, 10, 11}
+	if len(kept) != len(want) || !last {
+		t.Fatalf("kept %v, want %v; last byte kept %v", kept, want, last)
+	}
+	for i := range want {
+		if kept[i] != want[i] {
+			t.Fatalf("kept %v, want %v", kept, want)
+		}
+	}
+	var nilFlow *Flow
+	if !nilFlow.KeepAck(proto.Header{}, 4) {
+		t.Fatal("an ack of an unknown flow must be kept")
+	}
 }

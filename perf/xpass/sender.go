@@ -80,6 +80,7 @@ type Sender struct {
 	// Stats
 	Credits, Wasted, Sent, Retransmits, Requests, Stops uint64
 	Start, End                                          int64
+	FirstCredit                                         int64 // when the first credit arrived (0: none yet)
 }
 
 // NewSender starts a flow of size bytes at now; call Poll to send its request.
@@ -151,6 +152,9 @@ func (s *Sender) stop(now int64, out func([]byte)) {
 func (s *Sender) OnCredit(c wire.Credit, now int64, out func([]byte)) {
 	s.Credits++
 	s.lastCredit = now
+	if s.FirstCredit == 0 {
+		s.FirstCredit = now
+	}
 	switch s.state {
 	case StateRequestSent:
 		if s.rtt == 0 {
