@@ -20,7 +20,7 @@
 //     the maximum rate, without feedback (the paper's section 2 scheme);
 //     jitter 0 is the no-jitter ablation; both are the same code.
 //   - Sender of data (Sender, one per flow): XP_REQUEST, sent again every
-//     100 us until a credit arrives; one segment (new, or a retransmission
+//     100 us (doubling, up to 10 ms) until a credit arrives; one segment (new, or a retransmission
 //     of a lost one) per credit, echoing the credit's sequence and time in
 //     the gsperf header's mechanism field; XP_STOP when nothing is left to
 //     send (or when the credits of the last RTT cover what is left),

@@ -21,7 +21,8 @@ const (
 // SenderConfig configures a data sender.
 type SenderConfig struct {
 	MSS               int           // payload bytes per segment
-	RetransmitTimeout time.Duration // XP_REQUEST again after this until a credit arrives (100 us)
+	RetransmitTimeout time.Duration // XP_REQUEST again after this until a credit arrives (100 us), doubling
+	MaxRetransmit     time.Duration // up to this (10 ms)
 	StopTimeout       time.Duration // the stop timers before an RTT is known (2 ms)
 	MinRTO            time.Duration // segments unacknowledged this long (at least; 4 x SRTT if more) are sent again (10 ms)
 	CreditTimeout     time.Duration // no credit for this long with data left: ask again (10 ms)
@@ -33,6 +34,9 @@ func (c *SenderConfig) defaults() {
 	}
 	if c.RetransmitTimeout <= 0 {
 		c.RetransmitTimeout = 100 * time.Microsecond
+	}
+	if c.MaxRetransmit <= 0 {
+		c.MaxRetransmit = 10 * time.Millisecond
 	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = 2 * time.Millisecond
@@ -67,6 +71,7 @@ type Sender struct {
 	state      int
 	timer      int64 // the state's timer (0: none)
 	reqTime    int64
+	reqBackoff int64 // ns until the request is sent again
 	rtt        int64 // ns: request -> first credit, then the acks' SRTT
 	srtt       float64
 	progress   int64 // the last ack that acknowledged something, or the last segment sent into an empty pipe
@@ -128,13 +133,21 @@ func (s *Sender) rto() int64 {
 	return max(s.cfg.MinRTO.Nanoseconds(), int64(4*s.srtt))
 }
 
-// Request sends XP_REQUEST (the flow's size) through out and arms its
-// retransmission.
+// request sends XP_REQUEST (the flow's size) through out and arms its
+// retransmission: RetransmitTimeout after the first, doubling after each
+// one that got no credit, up to MaxRetransmit (ns-2 repeats every 100 µs;
+// a host whose requests cannot get through, or whose receiver is gone,
+// would send 10,000 a second into the data queues).
 func (s *Sender) request(now int64, out func([]byte)) {
 	n, _ := wire.PutXPRequest(s.buf, wire.XPRequest{FlowID: s.flow, Size: s.size})
 	out(s.buf[:n])
 	s.Requests++
-	s.state, s.reqTime, s.timer = StateRequestSent, now, now+s.cfg.RetransmitTimeout.Nanoseconds()
+	if s.state == StateRequestSent {
+		s.reqBackoff = min(2*s.reqBackoff, s.cfg.MaxRetransmit.Nanoseconds())
+	} else {
+		s.reqBackoff = s.cfg.RetransmitTimeout.Nanoseconds()
+	}
+	s.state, s.reqTime, s.timer = StateRequestSent, now, now+s.reqBackoff
 }
 
 // stop sends XP_STOP through out: 58 bytes of frame padded to 60 in the
