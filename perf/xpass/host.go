@@ -41,7 +41,7 @@ type Params struct {
 	NICBurst          int           // credits the NIC may send back to back (its meter's depth)
 	RetransmitTimeout time.Duration // XP_REQUEST is sent again after this until a credit arrives (100 us)
 	StopTimeout       time.Duration // a stopped flow is remembered this long (ns-2's default_credit_stop_timeout_, 2 ms)
-	IdleStop          time.Duration // credits stop for a flow whose data has not come back for this long (100 ms)
+	IdleStop          time.Duration // credits stop for a flow whose data has not come back for this long (100 ms, or 50 RTT if longer)
 	MaxFlows          int           // flows a host sends credits for at once (4096); more requests are refused
 	MSS               int           // payload bytes per segment (for the request's packet count)
 }
@@ -259,7 +259,7 @@ func (h *Host) OnData(k Key, mechField uint64, now int64) {
 func (h *Host) Poll(now int64, send func(k Key, c wire.Credit)) int64 {
 	for h.due.Len() > 0 && h.due[0].next <= now {
 		f := h.due[0]
-		if now-f.lastData > h.p.IdleStop.Nanoseconds() {
+		if idle := max(h.p.IdleStop.Nanoseconds(), int64(50*f.FB.RTT*1e9)); now-f.lastData > idle {
 			h.stop(f, now) // the sender is gone, or its data no longer comes back
 			h.st.IdleStops++
 			continue
@@ -333,8 +333,11 @@ func (h *Host) credit(f *Flow, now int64) {
 	}
 	gap := h.jittered(float64(CreditWire) / float64(max(rate, 1)) * 1e9)
 	f.next += int64(gap)
-	if f.next < now-2*int64(gap) {
-		f.next = now // woken late: catch up by at most two credits, not with a burst
+	if f.next < now {
+		// Woken late (the host's thread did not run): the credits of the
+		// time it missed are not made up for. A burst of them would only
+		// overflow the NIC queue, and the loss would read as congestion.
+		f.next = now
 	}
 }
 
