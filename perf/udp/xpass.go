@@ -149,19 +149,10 @@ func ServeXPass(conn *net.UDPConn, srv *Server, xc XPassConfig, stop <-chan stru
 	var stopped atomic.Bool
 	go func() { <-stop; stopped.Store(true) }()
 	buf := make([]byte, 65536)
-	var from netip.AddrPort
-	var flow *xpass.Flow
-	ackOut := func(b []byte) {
-		if a, _, err := proto.Decode(b); err == nil && !flow.KeepAck(a, xc.AckEvery) {
-			st.AcksThin++
-			return
-		}
-		sock.setDest(from)
-		if sock.send(b, false) != nil {
-			st.SendErrors++
-			return
-		}
-		st.AcksSent++
+	x := &xpHandler{host: host, srv: srv, st: &st, ackEvery: xc.AckEvery}
+	x.sendAck = func(b []byte, to netip.AddrPort) bool {
+		sock.setDest(to)
+		return sock.send(b, false) == nil
 	}
 	sendCredit := func(k xpass.Key, c wire.Credit) {
 		n, _ := wire.PutCredit(sock.frame[:], c)
@@ -170,39 +161,6 @@ func ServeXPass(conn *net.UDPConn, srv *Server, xc XPassConfig, stop <-chan stru
 		if sock.send(sock.frame[:], true) != nil {
 			st.SendErrors++
 		}
-	}
-	handle := func(b []byte, now int64) {
-		if xpass.IsCredit(b) {
-			h, err := wire.ParseHeader(b)
-			switch {
-			case err != nil:
-				st.Bad++
-			case h.Type == wire.TypeXPRequest:
-				if r, err := wire.ParseXPRequest(b); err == nil && r.Size > 0 {
-					st.Requests++
-					host.Request(xpass.Key{From: from, Flow: r.FlowID}, r.Size, now)
-				} else {
-					st.Bad++
-				}
-			case h.Type == wire.TypeXPStop:
-				if s, err := wire.ParseXPStop(b); err == nil {
-					st.Stops++
-					host.Stop(xpass.Key{From: from, Flow: s.FlowID}, now)
-				} else {
-					st.Bad++
-				}
-			default:
-				st.Bad++
-			}
-			return
-		}
-		flow = nil
-		if h, _, err := proto.Decode(b); err == nil && h.Type == proto.TypeData {
-			k := xpass.Key{From: from, Flow: h.Flow}
-			host.OnData(k, h.Mech, now)
-			flow = host.Flow(k)
-		}
-		srv.Handle(b, from, now, ackOut)
 	}
 	lastReport, lastSweep := int64(0), int64(0)
 	spin := xc.Spin.Nanoseconds()
@@ -214,8 +172,7 @@ func ServeXPass(conn *net.UDPConn, srv *Server, xc XPassConfig, stop <-chan stru
 				break
 			}
 			if f.IsValid() {
-				from = f
-				handle(buf[:n], now)
+				x.handle(buf[:n], f, now)
 			}
 			now = clock()
 		}
@@ -239,6 +196,70 @@ func ServeXPass(conn *net.UDPConn, srv *Server, xc XPassConfig, stop <-chan stru
 	}
 	st.Host = host.Stats()
 	return st, nil
+}
+
+// xpHandler takes the datagrams an ExpressPass server receives: requests
+// and stops for the credit sender, data for the gsperf receiver (whose acks
+// it thins) and for the credit sender (the echoed credits). Used by the
+// server's goroutine.
+type xpHandler struct {
+	host     *xpass.Host
+	srv      *Server
+	st       *XPassStats
+	ackEvery int
+	sendAck  func(b []byte, to netip.AddrPort) bool
+	from     netip.AddrPort
+	flow     *xpass.Flow
+	ackOut   func([]byte)
+}
+
+// handle takes one datagram b from a host at now.
+func (x *xpHandler) handle(b []byte, from netip.AddrPort, now int64) {
+	x.from = from
+	if xpass.IsCredit(b) {
+		h, err := wire.ParseHeader(b)
+		switch {
+		case err != nil:
+			x.st.Bad++
+		case h.Type == wire.TypeXPRequest:
+			if r, err := wire.ParseXPRequest(b); err == nil && r.Size > 0 {
+				x.st.Requests++
+				x.host.Request(xpass.Key{From: from, Flow: r.FlowID}, r.Size, now)
+			} else {
+				x.st.Bad++
+			}
+		case h.Type == wire.TypeXPStop:
+			if s, err := wire.ParseXPStop(b); err == nil {
+				x.st.Stops++
+				x.host.Stop(xpass.Key{From: from, Flow: s.FlowID}, now)
+			} else {
+				x.st.Bad++
+			}
+		default:
+			x.st.Bad++
+		}
+		return
+	}
+	x.flow = nil
+	if h, _, err := proto.Decode(b); err == nil && h.Type == proto.TypeData {
+		k := xpass.Key{From: from, Flow: h.Flow}
+		x.host.OnData(k, h.Mech, now)
+		x.flow = x.host.Flow(k)
+	}
+	if x.ackOut == nil {
+		x.ackOut = func(a []byte) {
+			if h, _, err := proto.Decode(a); err == nil && !x.flow.KeepAck(h, x.ackEvery) {
+				x.st.AcksThin++
+				return
+			}
+			if !x.sendAck(a, x.from) {
+				x.st.SendErrors++
+				return
+			}
+			x.st.AcksSent++
+		}
+	}
+	x.srv.Handle(b, from, now, x.ackOut)
 }
 
 // runXPFlow runs one flow in -mode xpass: XP_REQUEST, then one segment per

@@ -1,13 +1,16 @@
 package udp
 
 import (
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/xpass"
+	"github.com/gswitch/gswitch/wire"
 )
 
 // TestXPassOverLoopback runs an xpass server and two xpass flows over the
@@ -81,3 +84,46 @@ func fmtMech(m map[string]uint64) string {
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// FuzzXPassServer feeds any datagrams from any senders to an ExpressPass
+// server's handler, with the credit sender running between them: nothing
+// panics, the flows it keeps stay within its cap, and every ack it sends
+// is a gsperf ack.
+func FuzzXPassServer(f *testing.F) {
+	var req, stop [64]byte
+	nr, _ := wire.PutXPRequest(req[:], wire.XPRequest{FlowID: 7, Size: 1 << 20})
+	ns, _ := wire.PutXPStop(stop[:], wire.XPStop{FlowID: 7})
+	seg := segment(7, 0, 1<<20, 1000)
+	(&proto.Header{Type: proto.TypeData, Flow: 7, Seq: 0, Size: 1 << 20, Mech: wire.MechXP(1, 0)}).Encode(seg)
+	f.Add(req[:nr], seg, stop[:ns], uint16(1), uint16(2))
+	f.Add([]byte("GC"), []byte("GS"), []byte{}, uint16(0), uint16(65535))
+	f.Fuzz(func(t *testing.T, a, b, c []byte, pa, pb uint16) {
+		srv := NewServer(ServerConfig{MaxFlows: 8})
+		p := xpass.DefaultParams(1e9)
+		p.MaxFlows = 8
+		host, err := xpass.NewHost(p, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &XPassStats{}
+		x := &xpHandler{host: host, srv: srv, st: st, ackEvery: 4, sendAck: func(ack []byte, _ netip.AddrPort) bool {
+			if h, _, err := proto.Decode(ack); err != nil || h.Type != proto.TypeAck && h.Type != proto.TypeProbeAck {
+				t.Fatalf("sent a datagram that is not an ack: % x", ack)
+			}
+			return true
+		}}
+		froms := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:1"), netip.AddrPortFrom(netip.MustParseAddr("10.0.0.2"), pa),
+			netip.AddrPortFrom(netip.MustParseAddr("10.0.0.3"), pb)}
+		now := int64(1)
+		for i := 0; i < 30; i++ {
+			for j, d := range [][]byte{a, b, c} {
+				x.handle(d, froms[(i+j)%3], now)
+				now += 7_000
+				host.Poll(now, func(xpass.Key, wire.Credit) {})
+			}
+		}
+		if hs := host.Stats(); hs.Remember > 8 {
+			t.Fatalf("%d flows kept, cap 8", hs.Remember)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package xpass
 
 import (
+	"encoding/binary"
 	"math"
 	"net/netip"
 	"testing"
@@ -221,4 +222,56 @@ func TestKeepAckThinsInOrderAcks(t *testing.T) {
 	if !nilFlow.KeepAck(proto.Header{}, 4) {
 		t.Fatal("an ack of an unknown flow must be kept")
 	}
+}
+
+// FuzzHostAndSender drives a host's credit sender and a data sender with
+// any sequence of requests, stops, echoes, credits and acks, values over
+// their full ranges: nothing panics, the host keeps at most MaxFlows
+// flows, and the sender never sends more data segments than it got credits.
+func FuzzHostAndSender(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, uint64(1<<20))
+	f.Add([]byte{255, 254, 0, 0, 7, 7, 7, 9}, uint64(1))
+	f.Fuzz(func(t *testing.T, ops []byte, size uint64) {
+		p := DefaultParams(1e9)
+		p.MaxFlows = 4
+		h, err := NewHost(p, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewSender(SenderConfig{MSS: 1000}, 3, size%(1<<24), 1)
+		data := 0
+		out := func(b []byte) {
+			if !IsCredit(b) {
+				data++
+			}
+		}
+		now := int64(1)
+		for i := 0; i+8 <= len(ops); i += 8 {
+			v := binary.BigEndian.Uint64(ops[i:])
+			k := Key{Flow: v % 6}
+			switch ops[i] % 6 {
+			case 0:
+				h.Request(k, v, now)
+			case 1:
+				h.Stop(k, now)
+			case 2:
+				h.OnData(k, v, now)
+			case 3:
+				s.OnCredit(wire.Credit{Seq: uint32(v), SentTime: uint32(v >> 32)}, now, out)
+			case 4:
+				s.OnAck(proto.Header{Type: proto.TypeAck, Flow: 3, Seq: v >> 8, Ack: v, Size: s.size, Timestamp: v >> 3}, now)
+			case 5:
+				h.Sweep(now)
+			}
+			now += int64(v % 1_000_000)
+			h.Poll(now, func(Key, wire.Credit) {})
+			s.Poll(now, out)
+			if st := h.Stats(); st.Remember > 4 {
+				t.Fatalf("host keeps %d flows, cap 4", st.Remember)
+			}
+			if uint64(data) > s.Credits {
+				t.Fatalf("%d data segments on %d credits", data, s.Credits)
+			}
+		}
+	})
 }
