@@ -16,6 +16,7 @@ import (
 
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/xpass"
 	"github.com/gswitch/gswitch/wire"
 )
@@ -288,6 +289,29 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 	r.StartUnixNs = time.Now().UnixNano()
 	out := func(b []byte) { syscall.Write(fd, b) } // the socket is connected
 	buf := make([]byte, 2048)
+	// With a pace (the host's line rate), a segment leaves no sooner than
+	// the host's NIC would let it: credits that arrive faster (a sender
+	// thread that did not run for a while finds several at once) wait
+	// here, up to maxOwed, and are spent as the pace allows. The segments
+	// of a burst of credits then reach the bottleneck at line rate, as a
+	// NIC would send them, not all at once.
+	var pacer *transport.Pacer
+	if p.Pace > 0 {
+		pacer = transport.NewPacer(p.Pace, Overhead, MSS+Overhead)
+	}
+	const maxOwed = 64
+	var owed [maxOwed]wire.Credit
+	oh, on := 0, 0
+	spend := func(now int64) int64 {
+		for on > 0 {
+			if ok, wake := pacer.Allow(now, MSS); !ok {
+				return wake
+			}
+			s.OnCredit(owed[oh], now, out)
+			oh, on = (oh+1)%maxOwed, on-1
+		}
+		return 0
+	}
 	drain := func() {
 		for {
 			n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), unix.MSG_DONTWAIT, 0, 0)
@@ -298,7 +322,15 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 			now := clock()
 			if xpass.IsCredit(b) {
 				if c, err := wire.ParseCredit(b); err == nil {
-					s.OnCredit(c, now, out)
+					if pacer == nil {
+						s.OnCredit(c, now, out)
+					} else if on < maxOwed {
+						owed[(oh+on)%maxOwed] = c
+						on++
+						spend(now)
+					} else {
+						s.Wasted++ // more credits than the NIC could have used: dropped, as by a full queue
+					}
 				}
 				continue
 			}
@@ -317,6 +349,11 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 		drain()
 		now := clock()
 		next := s.Poll(now, out)
+		if pacer != nil {
+			if wake := spend(now); wake != 0 {
+				next = minNonZero(next, wake)
+			}
+		}
 		if s.Done() && now-s.End > 50e6 { // acknowledged; the stop states linger at most 50 ms
 			break
 		}
@@ -348,4 +385,11 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 		r.Complete = true
 		r.FCTNs = s.End - s.Start
 	}
+}
+
+func minNonZero(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }

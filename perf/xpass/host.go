@@ -28,7 +28,11 @@ func MaxCreditRate(linkBits uint64) int64 {
 
 // Params configure a host's ExpressPass. The defaults are the spec's:
 // ns2-xpass's loop with alpha 0.5, w_init 0.0625, w_min 0.01, target loss
-// scaling 0.125, jitter +-10%, an 8-credit NIC queue with a bucket of 2.
+// scaling 0.125, jitter +-10%, an 8-credit NIC queue; the NIC's meter may
+// send 8 credits back to back (a switch's holds 2): a NIC in software
+// wakes up late, by hundreds of microseconds on a busy machine, and with a
+// depth of 2 it lost a third of its rate that way (the first switch's
+// credit lane, 2 + 8 credits, takes such a burst and spaces it again).
 type Params struct {
 	LinkBits          uint64        // the host's link rate: the maximum credit rate is LinkBits x 84/1622
 	Alpha             float64       // first rate = Alpha x maximum
@@ -49,7 +53,7 @@ type Params struct {
 // DefaultParams returns the spec's defaults for a link of linkBits.
 func DefaultParams(linkBits uint64) Params {
 	return Params{LinkBits: linkBits, Alpha: 0.5, WInit: 0.0625, WMin: 0.01, TargetLossScaling: 0.125, Jitter: 0.1,
-		DSCP: wire.DefaultCreditDSCP, NICQueue: 8, NICBurst: 2, RetransmitTimeout: 100 * time.Microsecond,
+		DSCP: wire.DefaultCreditDSCP, NICQueue: 8, NICBurst: 8, RetransmitTimeout: 100 * time.Microsecond,
 		StopTimeout: 2 * time.Millisecond, IdleStop: 100 * time.Millisecond, MaxFlows: 4096, MSS: 1408}
 }
 
@@ -146,6 +150,7 @@ type Host struct {
 	maxRate int64
 	nicGap  float64   // ns per credit at the maximum rate
 	nicNext float64   // the NIC's virtual clock: when the credits it has sent are paid for (ns)
+	catchUp float64   // how late (ns) a flow's credits are still made up for: NICBurst gaps
 	q       []pending // the NIC queue (ring)
 	qh, qn  int
 	flows   map[Key]*Flow
@@ -160,7 +165,8 @@ func NewHost(p Params, seed int64, now int64) (*Host, error) {
 		return nil, err
 	}
 	rate := MaxCreditRate(p.LinkBits)
-	return &Host{p: p, maxRate: rate, nicGap: CreditWire / float64(rate) * 1e9, nicNext: float64(now),
+	gap := CreditWire / float64(rate) * 1e9
+	return &Host{p: p, maxRate: rate, nicGap: gap, catchUp: float64(p.NICBurst) * gap, nicNext: float64(now),
 		q: make([]pending, p.NICQueue), flows: map[Key]*Flow{}, rng: rand.New(rand.NewSource(seed))}, nil
 }
 
@@ -333,11 +339,13 @@ func (h *Host) credit(f *Flow, now int64) {
 	}
 	gap := h.jittered(float64(CreditWire) / float64(max(rate, 1)) * 1e9)
 	f.next += int64(gap)
-	if f.next < now {
+	if late := now - int64(h.catchUp); f.next < late {
 		// Woken late (the host's thread did not run): the credits of the
-		// time it missed are not made up for. A burst of them would only
-		// overflow the NIC queue, and the loss would read as congestion.
-		f.next = now
+		// last NICBurst credit gaps are made up for, as the NIC's meter
+		// may send them back to back; older ones are not (a burst of them
+		// would overflow the NIC queue, and the loss would read as
+		// congestion).
+		f.next = late
 	}
 }
 

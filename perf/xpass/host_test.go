@@ -21,7 +21,7 @@ func key(port uint16) Key {
 // sequence numbers.
 func TestNICMetersTheHostsCredits(t *testing.T) {
 	p := DefaultParams(500e6)
-	p.Naive, p.Jitter = true, 0 // exact: with jitter the NIC's gaps vary around the same mean
+	p.Naive, p.Jitter, p.NICBurst = true, 0, 2 // exact: with jitter the NIC's gaps vary around the same mean
 	h, err := NewHost(p, 1, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ type SenderConfig struct {
 	MaxRetransmit     time.Duration // up to this (10 ms)
 	StopTimeout       time.Duration // the stop timers before an RTT is known (2 ms)
 	MinRTO            time.Duration // segments unacknowledged this long (at least; 4 x SRTT if more) are sent again (10 ms)
-	CreditTimeout     time.Duration // no credit for this long with data left: ask again (10 ms)
+	CreditTimeout     time.Duration // no credit for this long (or 4 RTT) with data left: ask again (10 ms), no faster than that
 }
 
 func (c *SenderConfig) defaults() {
@@ -129,6 +129,13 @@ func (s *Sender) rttOr(d time.Duration) int64 {
 	return d.Nanoseconds()
 }
 
+// creditTimeout is how long credits may stop coming, data left, before the
+// sender asks again: CreditTimeout, or 4 RTT if longer (a receiver at its
+// lowest rate sends one credit per RTT).
+func (s *Sender) creditTimeout() int64 {
+	return max(s.cfg.CreditTimeout.Nanoseconds(), 4*s.rtt)
+}
+
 func (s *Sender) rto() int64 {
 	return max(s.cfg.MinRTO.Nanoseconds(), int64(4*s.srtt))
 }
@@ -142,9 +149,14 @@ func (s *Sender) request(now int64, out func([]byte)) {
 	n, _ := wire.PutXPRequest(s.buf, wire.XPRequest{FlowID: s.flow, Size: s.size})
 	out(s.buf[:n])
 	s.Requests++
-	if s.state == StateRequestSent {
+	switch {
+	case s.state == StateRequestSent:
 		s.reqBackoff = min(2*s.reqBackoff, s.cfg.MaxRetransmit.Nanoseconds())
-	} else {
+	case s.state == StateReceiving:
+		// The credits stopped coming (CreditTimeout): the receiver is slow or
+		// gone, not waiting for a first request; ask no faster than that.
+		s.reqBackoff = s.creditTimeout()
+	default:
 		s.reqBackoff = s.cfg.RetransmitTimeout.Nanoseconds()
 	}
 	s.state, s.reqTime, s.timer = StateRequestSent, now, now+s.reqBackoff
@@ -347,12 +359,12 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 	// Lost segments found after the credits stopped, or credits that stopped
 	// coming while data waits: ask again.
 	if s.pending() && (s.state == StateClosed || s.state == StateCloseWait ||
-		(s.state == StateReceiving && now-s.lastCredit >= s.cfg.CreditTimeout.Nanoseconds())) && s.Requests > 0 {
+		(s.state == StateReceiving && now-s.lastCredit >= s.creditTimeout())) && s.Requests > 0 {
 		s.request(now, out)
 	}
 	next := s.timer
 	if s.state == StateReceiving && s.pending() {
-		next = minNonZero(next, s.lastCredit+s.cfg.CreditTimeout.Nanoseconds())
+		next = minNonZero(next, s.lastCredit+s.creditTimeout())
 	}
 	if s.inflight > 0 {
 		next = minNonZero(next, s.progress+s.rto())

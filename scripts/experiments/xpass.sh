@@ -6,21 +6,22 @@
 #      sw2. Four runs on the same fabric: gsperf -mode xpass with the
 #      feedback loop, the same with naive credits (-xp-naive), iperf3 TCP
 #      (cubic) through FIFO ports, and iperf3 TCP through SFQ ports. Each
-#      sender sends its fair share of SECS seconds (xpass) or runs SECS
-#      seconds (TCP). Reported: goodput and Jain's index over the senders
-#      in [0.5 s, 1.5 s], data drops, credit drops, the data-queue depth
-#      each data packet found at the shared port sw1 -> sw2 and at the
-#      receiver's port (p50, p99, largest bucket), and queue depth over
-#      time (gsperf watch, 5 ms).
+#      xpass sender sends its fair share of SECS seconds, paced to RATE as
+#      its NIC would; TCP runs SECS seconds. Reported: goodput and Jain's
+#      index over the senders in [0.5 s, 1.5 s] and over whole flows, data
+#      drops, credit drops, the data-queue depth each data packet found at
+#      the shared port sw1 -> sw2 and at the receiver's port (p50, p99,
+#      largest bucket), queue depth over time (gsperf watch, 10 ms), and
+#      how late a thread of this machine woke up meanwhile.
 #   2. Parking lot (Fig. 4b) and multi-bottleneck (Fig. 4a): naive against
 #      feedback, each flow's share of a link over [0.5 s, SECS-0.5 s].
 #
-#   sudo scripts/experiments/xpass.sh        # about 4 minutes
-#   RATE=100Mbit NS=8 scripts/experiments/xpass.sh
+#   sudo scripts/experiments/xpass.sh        # about 5 minutes
+#   RATE=200Mbit NS=8 scripts/experiments/xpass.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
-RATE=${RATE:-200Mbit} SECS=${SECS:-3} NS=${NS:-"8 16"}
+RATE=${RATE:-100Mbit} SECS=${SECS:-3} NS=${NS:-"8 16"}
 OUT=${OUT:-results-xpass-$(date +%Y%m%d-%H%M%S)}
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -38,6 +39,7 @@ trap 'down; rm -rf "$WORK"' EXIT
 go build -o "$WORK/gswitchd" ./cmd/gswitchd
 go build -o "$WORK/gswitchctl" ./cmd/gswitchctl
 go build -o "$WORK/gsperf" ./cmd/gsperf
+go build -o "$WORK/latency" ./scripts/experiments/latency
 RATEBITS=$(python3 -c "r='$RATE'.lower().replace('bit',''); print(int(float(r[:-1])*{'k':1e3,'m':1e6,'g':1e9}[r[-1]]))")
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt"
 
@@ -59,20 +61,19 @@ scrape() { # TAG NSWITCHES
 	local i
 	for i in $(seq 1 "$2"); do curl -s "127.0.0.1:$((BASE + i))/metrics" >"$RUN/$1-sw$i.prom"; done
 }
-watch() { # NSWITCHES SECONDS
-	local i
+watch() { # SECONDS: sw1's queues (every scrape costs the switch CPU time: one switch, every 10 ms)
 	WATCH=()
-	for i in $(seq 1 "$1"); do
-		"$WORK/gsperf" watch -metrics "http://127.0.0.1:$((BASE + i))/metrics" -interval 5ms -duration "$2s" -out "$RUN/queues-sw$i.json" >/dev/null 2>&1 &
-		WATCH+=($!)
-	done
+	"$WORK/gsperf" watch -metrics "http://127.0.0.1:$((BASE + 1))/metrics" -interval 10ms -duration "$1s" -out "$RUN/queues-sw1.json" >/dev/null 2>&1 &
+	WATCH+=($!)
+	"$WORK/latency" $(($1 * 1000)) >"$RUN/latency.txt" &
+	WATCH+=($!)
 }
 
-# xp_run DIR NSWITCHES NAIVE "src:dst ..." SIZE: gsperf -mode xpass, one flow per pair.
+# xp_run DIR NSWITCHES NAIVE "src:dst ..." SIZE TIMEOUT: gsperf -mode xpass, one flow per pair.
 xp_run() {
 	RUN=$1
 	mkdir -p "$RUN"
-	local nsw=$2 naive=$3 pairs=$4 size=$5 servers=() clients=() i=0 p
+	local nsw=$2 naive=$3 pairs=$4 size=$5 timeout=$6 servers=() clients=() i=0 p
 	for p in $pairs; do
 		local dst=${p#*:}
 		if [ ! -e "$RUN/server-$dst.log" ]; then
@@ -82,12 +83,12 @@ xp_run() {
 	done
 	sleep 0.5
 	scrape before "$nsw"
-	watch "$nsw" $((SECS + 6))
+	watch $((SECS + 6))
 	local at=$(($(date +%s%N) + 2000000000))
 	for p in $pairs; do
 		i=$((i + 1))
 		nsx "${p%:*}" "$WORK/gsperf" client -mode xpass -src "${p%:*}" -to "$(addr "${p#*:}"):5500" -size "$size" -flows 1 -arrivals burst \
-			-rate "$RATE" -at $at -timeline 100ms -timeout 30s -id-base $((i * 1000)) -out "$RUN/flow-$i.json" >"$RUN/client-$i.log" 2>&1 &
+			-rate "$RATE" -pace "$RATE" -at $at -timeline 100ms -timeout "$timeout" -id-base $((i * 1000)) -out "$RUN/flow-$i.json" >"$RUN/client-$i.log" 2>&1 &
 		clients+=($!)
 	done
 	wait "${clients[@]}" || true
@@ -110,7 +111,7 @@ tcp_run() {
 	done
 	sleep 0.5
 	scrape before "$nsw"
-	watch "$nsw" $((SECS + 3))
+	watch $((SECS + 3))
 	i=0
 	for p in $pairs; do
 		i=$((i + 1))
@@ -130,8 +131,8 @@ for n in $NS; do
 	size=$(python3 -c "print(int($RATEBITS / 8 * 1408 / 1538 * 0.95 * $SECS / $n))")
 	echo "== $n-to-1 at $RATE"
 	up incast.yaml
-	xp_run "$OUT/incast$n-xpass" 2 "" "$pairs" "$size"
-	xp_run "$OUT/incast$n-naive" 2 -xp-naive "$pairs" "$size"
+	xp_run "$OUT/incast$n-xpass" 2 "" "$pairs" "$size" 30s
+	xp_run "$OUT/incast$n-naive" 2 -xp-naive "$pairs" "$size" 30s
 	tcp_run "$OUT/incast$n-tcp-fifo" 2 "$pairs"
 	down
 	up incast.yaml sfq
@@ -145,7 +146,7 @@ up parking-lot.yaml
 for m in naive xpass; do
 	flag=""
 	[ $m = naive ] && flag=-xp-naive
-	xp_run "$OUT/parking-$m" 3 "$flag" "long_s:long_r p1_s:p1_r p2_s:p2_r" "$(python3 -c "print(int($line * ($SECS + 1)))")"
+	xp_run "$OUT/parking-$m" 3 "$flag" "long_s:long_r p1_s:p1_r p2_s:p2_r" "$(python3 -c "print(int($line * ($SECS + 1)))")" "${SECS}s"
 done
 down
 echo "== multi-bottleneck at $RATE"
@@ -153,7 +154,7 @@ up multi-bottleneck.yaml
 for m in naive xpass; do
 	flag=""
 	[ $m = naive ] && flag=-xp-naive
-	xp_run "$OUT/multi-$m" 2 "$flag" "snd:r0 snd:r1 snd:r2" "$(python3 -c "print(int($line * ($SECS + 1) / 2))")"
+	xp_run "$OUT/multi-$m" 2 "$flag" "snd:r0 snd:r1 snd:r2" "$(python3 -c "print(int($line * ($SECS + 1) / 2))")" "${SECS}s"
 done
 down
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"

@@ -109,22 +109,30 @@ def watch_series(run, sw, port):
 print(f"Rate {ratebits / 1e6:.0f} Mbit/s on every link; load {open(out + '/load.txt').read().strip()}.\n")
 for n in ns:
     print(f"### {n}-to-1 (topologies/expresspass/incast.yaml)\n")
-    print("| scheme | goodput in [0.5, 1.5] s (Mbit/s) | Jain | data drops | credit drops | queue sw1->sw2 p50 / p99 / max (packets) | queue sw2->r1 p50 / p99 / max | slowest flow (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| scheme | goodput in [0.5, 1.5] s (Mbit/s) | Jain there | Jain, whole flows | data drops | credit drops | queue sw1->sw2 p50 / p99 / max (packets) | queue sw2->r1 p50 / p99 / max | slowest flow (s) | thread lateness, time-weighted p99 / max |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     merged = {"metrics": "xpass.sh", "step_ns": 5_000_000, "bytes": {}}
     for scheme in ("xpass", "naive", "tcp-fifo", "tcp-sfq"):
         run = f"{out}/incast{n}-{scheme}"
         if not os.path.isdir(run):
             continue
         d = deltas(run)
+        whole = "-"
         if scheme.startswith("tcp"):
             rates, slow = tcp_rates(run, 0.5, 1.5), "-"
         else:
             rates, fcts, _ = xp_rates(run, 0.5, 1.5)
             slow = f"{max(fcts):.2f}"
+            if all(f != math.inf for f in fcts):
+                whole = f"{jain([1 / f for f in fcts]):.3f}"
+        lat = "-"
+        if os.path.exists(f"{run}/latency.txt"):
+            t = open(f"{run}/latency.txt").read()
+            if "time-weighted p99" in t:
+                lat = t.split("time-weighted p99 ")[1].split(",")[0] + " / " + t.split("max ")[1].split(" ")[0]
         qa, qb = queue(d, "sw1", "sw2"), queue(d, "sw2", "r1")
         qs = lambda q: "-" if q is None else f"{fmt(q[0])} / {fmt(q[1])} / {fmt(q[2])}"
-        print(f"| {scheme} | {sum(rates) / 1e6:.1f} | {jain(rates):.3f} | {data_drops(d):.0f} | {credit_drops(d):.0f} | {qs(qa)} | {qs(qb)} | {slow} |")
+        print(f"| {scheme} | {sum(rates) / 1e6:.1f} | {jain(rates):.3f} | {whole} | {data_drops(d):.0f} | {credit_drops(d):.0f} | {qs(qa)} | {qs(qb)} | {slow} | {lat} |")
         step, series = watch_series(run, "sw1", "sw2")
         if series:
             merged["step_ns"] = step

@@ -23,16 +23,22 @@ import (
 	"github.com/gswitch/gswitch/topo"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
 )
 
 // ExpressPass across gswitchd processes: topologies from
 // topologies/expresspass/ (every port running ExpressPass), brought up
 // under a random name and metrics base, gsperf -mode xpass on the hosts.
 
-// xpRate is the line rate of every link in these tests: the 2-core machine
-// times credits 26 µs apart at 200 Mbit/s (13 µs at 1 Gbit/s is below what
-// its hosts and switches keep, see docs/results.md).
-const xpRate = "200Mbit"
+// xpRate is the line rate of every link in these tests. Credits are 130 µs
+// apart at 100 Mbit/s; on the shared 2-core machine a thread that sleeps
+// 50 µs wakes a millisecond late one time in a hundred, and at 200 Mbit/s
+// (65 µs) the switches' and hosts' lateness already shows in the data
+// queues (docs/results.md, "ExpressPass").
+const (
+	xpRate     = "100Mbit"
+	xpRateBits = 100e6
+)
 
 type xpFabric struct {
 	t  *testing.T
@@ -46,6 +52,14 @@ type xpFabric struct {
 func upXP(t *testing.T, file, rate string) *xpFabric {
 	t.Helper()
 	requireNetns(t)
+	// ExpressPass times credits 130 µs apart: on a machine so busy that a
+	// thread waits tens of milliseconds to run, what these tests measure is
+	// the machine, not the mechanism.
+	stop := make(chan struct{})
+	time.AfterFunc(time.Second, func() { close(stop) })
+	if late, most := lateness(stop); late > 20*time.Millisecond {
+		t.Skipf("this machine is too busy to time credits: a thread woke up %v late or more 1%% of the last second (at most %v)", late, most)
+	}
 	b, err := os.ReadFile(filepath.Join("..", "..", "topologies", "expresspass", file))
 	if err != nil {
 		t.Fatal(err)
@@ -180,8 +194,8 @@ type xpRun struct {
 
 // runXP starts an xpass server in every receiver (-xp-naive if naive) and
 // one client per flow, all starting at the same instant, each sending
-// size bytes, and waits for them.
-func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool) xpRun {
+// size bytes or giving up after timeout, and waits for them.
+func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool, timeout time.Duration) xpRun {
 	f.t.Helper()
 	stops := map[string]func() string{}
 	for _, fl := range flows {
@@ -202,7 +216,7 @@ func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool) xpRun {
 	for i, fl := range flows {
 		waits = append(waits, f.start(fl.src, nil, gsperfBin, "client", "-mode", "xpass", "-src", fl.src,
 			"-to", f.addr(fl.dst)+":5500", "-size", strconv.FormatInt(size, 10), "-flows", "1", "-arrivals", "burst",
-			"-rate", xpRate, "-timeline", "100ms", "-timeout", "40s", "-id-base", strconv.Itoa((i+1)*1000),
+			"-rate", xpRate, "-pace", xpRate, "-timeline", "100ms", "-timeout", timeout.String(), "-id-base", strconv.Itoa((i+1)*1000),
 			"-at", strconv.FormatInt(at, 10), "-out", filepath.Join(dir, fmt.Sprintf("f%d.json", i))))
 	}
 	var outs []string
@@ -257,10 +271,10 @@ func (r xpRun) creditDrops() float64 {
 	return n
 }
 
-// queueP99 is the 99th percentile (a histogram bucket's bound) and the
-// largest bucket bound of the data-queue depths that data packets found on
-// sw's port during the run, and how many packets arrived.
-func (r xpRun) queueP99(sw, port string) (p99, most, count float64) {
+// queue gives the median and 99th percentile (histogram bucket bounds) and
+// the largest non-empty bucket of the data-queue depths that data packets
+// found on sw's port during the run, and how many packets arrived.
+func (r xpRun) queue(sw, port string) (p50, p99, most, count float64) {
 	prefix := fmt.Sprintf(`gswitch_expresspass_data_queue_packets_bucket{le="`)
 	type bucket struct{ le, n float64 }
 	var bs []bucket
@@ -277,12 +291,15 @@ func (r xpRun) queueP99(sw, port string) (p99, most, count float64) {
 	}
 	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
 	if len(bs) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	count = bs[len(bs)-1].n
-	p99, most = math.NaN(), 0
+	p50, p99, most = math.NaN(), math.NaN(), 0
 	prev := 0.0
 	for _, b := range bs {
+		if math.IsNaN(p50) && b.n >= 0.5*count {
+			p50 = b.le
+		}
 		if math.IsNaN(p99) && b.n >= 0.99*count {
 			p99 = b.le
 		}
@@ -291,7 +308,7 @@ func (r xpRun) queueP99(sw, port string) (p99, most, count float64) {
 		}
 		prev = b.n
 	}
-	return p99, most, count
+	return p50, p99, most, count
 }
 
 // windowRates is each flow's goodput (bit/s) between from and to after the
@@ -335,12 +352,47 @@ func (f *xpFabric) tcpRun(srcs []string, dst string, secs int) xpRun {
 	return run
 }
 
+// lateness measures, until stop is closed, how late a thread that sleeps
+// 100 µs at a time wakes up, and returns the lateness L such that the
+// thread spent 1% of the time in wake-ups at least L late (time-weighted:
+// a data packet arriving at a random time finds a switch stalled that long
+// one time in a hundred), and the largest.
+func lateness(stop <-chan struct{}) (p99, most time.Duration) {
+	type sample struct{ late, took time.Duration }
+	var ss []sample
+	var total time.Duration
+	for {
+		select {
+		case <-stop:
+			sort.Slice(ss, func(i, j int) bool { return ss[i].late > ss[j].late })
+			var acc time.Duration
+			for _, x := range ss {
+				if acc += x.took; acc >= total/100 {
+					return x.late, ss[0].late
+				}
+			}
+			return 0, 0
+		default:
+		}
+		t0 := time.Now()
+		ts := unix.NsecToTimespec(100_000)
+		unix.Nanosleep(&ts, nil)
+		took := time.Since(t0)
+		ss = append(ss, sample{max(took-100*time.Microsecond, 0), took})
+		total += took
+	}
+}
+
 // xpIncast: N senders, one flow each, into one receiver behind a second
-// switch; every link at xpRate. ExpressPass: no data drop anywhere, the
-// senders share fairly (Jain >= 0.95 over a second in the middle), the
-// data queues at the two bottleneck ports stay a few packets deep (p99),
-// and credits were dropped (the switches' meters did their job). The same
-// senders with iperf3 TCP fill the shared port's queue.
+// switch; every link at xpRate, every sender paced to it (as its NIC
+// would). ExpressPass: every flow completes, no data is dropped anywhere,
+// the senders share fairly (Jain's index of their goodput >= 0.95),
+// credits were dropped (the switches' meters bound), and the data queue at
+// the shared port stays shallow: half the data packets find at most 2
+// packets ahead of them, and the 99th percentile is within the bound of
+// the paper's Eq. 1 (the 8-credit queue plus the machine's own delay
+// spread at the line rate). The same senders with iperf3 TCP fill the
+// port's buffer.
 func xpIncast(t *testing.T, n int) {
 	f := upXP(t, "incast.yaml", xpRate)
 	var flows []xpFlow
@@ -349,45 +401,71 @@ func xpIncast(t *testing.T, n int) {
 		flows = append(flows, xpFlow{fmt.Sprintf("s%d", i), "r1"})
 		srcs = append(srcs, fmt.Sprintf("s%d", i))
 	}
-	// Each flow's fair share for about 3 s: 200 Mbit/s x 1408/1538 of payload x 95% (5% goes to credits).
-	size := int64(200e6 / 8 * 1408 / 1538 * 0.95 * 3 / float64(n))
-	run := f.runXP(flows, size, false)
+	stop := make(chan struct{})
+	probe := make(chan [2]time.Duration, 1)
+	go func() {
+		p99, most := lateness(stop)
+		probe <- [2]time.Duration{p99, most}
+	}()
+	// Each flow's fair share for about 3 s: xpRate x 1408/1538 of payload x 95% (5% goes to credits).
+	size := int64(xpRateBits / 8 * 1408 / 1538 * 0.95 * 3 / float64(n))
+	run := f.runXP(flows, size, false, 30*time.Second)
+	var goodput []float64
 	for i, fl := range run.flows {
 		if !fl.Complete {
 			t.Errorf("flow %d from %s did not complete: %+v", i, flows[i].src, fl.Mech)
+			goodput = append(goodput, 0)
+			continue
 		}
+		goodput = append(goodput, float64(fl.Size)*8/(float64(fl.FCTNs)/1e9))
 	}
 	drops, where := run.dataDrops()
-	rates := windowRates(run.flows, 500*time.Millisecond, 1500*time.Millisecond)
-	jain := fairness.Jain(rates)
-	var sum float64
-	for _, r := range rates {
-		sum += r
+	jain := fairness.Jain(goodput)
+	window := windowRates(run.flows, 500*time.Millisecond, 1500*time.Millisecond)
+	var sum, slowest float64
+	for i, g := range goodput {
+		sum += window[i]
+		if g > 0 {
+			slowest = max(slowest, float64(run.flows[i].FCTNs)/1e9)
+		}
 	}
-	p99a, maxa, na := run.queueP99("sw1", "sw2")
-	p99b, maxb, nb := run.queueP99("sw2", "r1")
-	t.Logf("%d senders: goodput %.1f Mbit/s in [0.5 s, 1.5 s], Jain %.3f; data drops %.0f; credit drops %.0f; "+
-		"data queue sw1->sw2 p99 %.0f max %.0f (%.0f packets), sw2->r1 p99 %.0f max %.0f (%.0f packets)",
-		n, sum/1e6, jain, drops, run.creditDrops(), p99a, maxa, na, p99b, maxb, nb)
+	p50a, p99a, maxa, na := run.queue("sw1", "sw2")
+	_, p99b, maxb, nb := run.queue("sw2", "r1")
+	t.Logf("%d senders at %s: Jain %.3f of the flows' goodput, slowest flow %.2f s (fair share: 3 s); %.1f Mbit/s in [0.5 s, 1.5 s] (Jain %.3f); "+
+		"data drops %.0f; credit drops %.0f; data queue sw1->sw2 p50 %.0f p99 %.0f max %.0f (%.0f packets), sw2->r1 p99 %.0f max %.0f (%.0f packets)",
+		n, xpRate, jain, slowest, sum/1e6, fairness.Jain(window), drops, run.creditDrops(), p50a, p99a, maxa, na, p99b, maxb, nb)
 	t.Logf("receiver: %s", lastLines(run.servers["r1"], 2))
+	close(stop)
+	late := <-probe
+	// Eq. 1 of the paper bounds the data queue by the spread of the delay
+	// between a credit and its data: the credit queue (8 credits, each a
+	// full frame of data, plus the bucket's 2) and the hosts' and switches'
+	// own delay spread. On this machine that spread is how late their
+	// threads run: measured during the run as a thread's wake-up lateness,
+	// time-weighted p99 (what 1 packet in 100 meets), at the line rate.
+	bound := 10 + math.Ceil(late[0].Seconds()*xpRateBits/(1538*8))
+	t.Logf("during the run a thread woke up %v late or more 1%% of the time (at most %v): data-queue bound %.0f packets", late[0], late[1], bound)
 	tcp := f.tcpRun(srcs, "r1", 3)
-	tp99, tmax, tn := tcp.queueP99("sw1", "sw2")
+	tp50, tp99, tmax, tn := tcp.queue("sw1", "sw2")
 	tdrops, _ := tcp.dataDrops()
-	t.Logf("TCP (cubic), the same %d senders for 3 s: data queue sw1->sw2 p99 %.0f max %.0f (%.0f packets), %.0f drops", n, tp99, tmax, tn, tdrops)
+	t.Logf("TCP (cubic), the same %d senders for 3 s: data queue sw1->sw2 p50 %.0f p99 %.0f max %.0f (%.0f packets), %.0f drops", n, tp50, tp99, tmax, tn, tdrops)
 	if drops != 0 {
 		t.Errorf("ExpressPass dropped data: %v", where)
 	}
 	if jain < 0.95 {
-		t.Errorf("Jain %.3f over the senders' rates %v", jain, rates)
+		t.Errorf("Jain %.3f over the senders' goodput %v", jain, goodput)
 	}
 	if run.creditDrops() == 0 {
 		t.Error("no credit was dropped: the meters did not bind")
 	}
-	if p99a > 16 || p99b > 16 {
-		t.Errorf("data queue p99 %.0f and %.0f packets: want a few", p99a, p99b)
+	if p50a > 2 {
+		t.Errorf("half the data packets found more than %.0f packets in the shared port's queue: want at most 2", p50a)
 	}
-	if tp99 < 4*max(p99a, 4) {
-		t.Errorf("TCP's p99 queue %.0f is not well above ExpressPass's %.0f", tp99, p99a)
+	if p99a > bound {
+		t.Errorf("data queue p99 %.0f packets at the shared port, above the bound of %.0f", p99a, bound)
+	}
+	if tp50 < 64 {
+		t.Errorf("TCP's data queue p50 %.0f packets: the same senders should fill the buffer", tp50)
 	}
 }
 
@@ -401,17 +479,17 @@ func TestXPassIncast16(t *testing.T) { xpIncast(t, 16) }
 func TestXPassParkingLot(t *testing.T) {
 	f := upXP(t, "parking-lot.yaml", xpRate)
 	flows := []xpFlow{{"long_s", "long_r"}, {"p1_s", "p1_r"}, {"p2_s", "p2_r"}}
-	line := 200e6 * 1408 / 1538 * 1522 / 1622 // payload of a link whose credits take their 84/1622
-	size := int64(line / 8 * 2.5)             // every flow busy for at least the 2.5 s the window covers
+	line := xpRateBits * 1408 / 1538 * 1538 / 1622 // payload of a link whose credits take their 84/1622
+	size := int64(line / 8 * 3) // more than a flow can send in the 3 s the clients run
 	share := func(run xpRun) []float64 {
-		r := windowRates(run.flows, 500*time.Millisecond, 2000*time.Millisecond)
+		r := windowRates(run.flows, 500*time.Millisecond, 2500*time.Millisecond)
 		for i := range r {
 			r[i] /= line
 		}
 		return r
 	}
-	naive := share(f.runXP(flows, size, true))
-	fb := share(f.runXP(flows, size, false))
+	naive := share(f.runXP(flows, size, true, 3*time.Second))
+	fb := share(f.runXP(flows, size, false, 3*time.Second))
 	t.Logf("shares of a link (long, p1, p2): naive %.3f %.3f %.3f (link 1 %.3f, link 2 %.3f); feedback %.3f %.3f %.3f (link 1 %.3f, link 2 %.3f)",
 		naive[0], naive[1], naive[2], naive[0]+naive[1], naive[0]+naive[2], fb[0], fb[1], fb[2], fb[0]+fb[1], fb[0]+fb[2])
 	if naive[0] > 0.45 || naive[0]+naive[2] > 0.92 {
@@ -428,14 +506,14 @@ func TestXPassParkingLot(t *testing.T) {
 func TestXPassMultiBottleneck(t *testing.T) {
 	f := upXP(t, "multi-bottleneck.yaml", xpRate)
 	flows := []xpFlow{{"snd", "r0"}, {"snd", "r1"}, {"snd", "r2"}}
-	line := 200e6 * 1408 / 1538 * 1522 / 1622
-	size := int64(line / 8 * 2.5 / 2)
+	line := xpRateBits * 1408 / 1538 * 1538 / 1622
+	size := int64(line / 8 * 3 / 2)
 	ratio := func(run xpRun) (float64, []float64) {
-		r := windowRates(run.flows, 500*time.Millisecond, 2000*time.Millisecond)
+		r := windowRates(run.flows, 500*time.Millisecond, 2500*time.Millisecond)
 		return r[0] * 2 / (r[1] + r[2]), r
 	}
-	rn, naive := ratio(f.runXP(flows, size, true))
-	rf, fb := ratio(f.runXP(flows, size, false))
+	rn, naive := ratio(f.runXP(flows, size, true, 3*time.Second))
+	rf, fb := ratio(f.runXP(flows, size, false, 3*time.Second))
 	t.Logf("Mbit/s (f0, f1, f2): naive %.1f %.1f %.1f (f0 %.2f x the others); feedback %.1f %.1f %.1f (f0 %.2f x, Jain %.3f)",
 		naive[0]/1e6, naive[1]/1e6, naive[2]/1e6, rn, fb[0]/1e6, fb[1]/1e6, fb[2]/1e6, rf, fairness.Jain(fb))
 	if rn < 1.4 {
