@@ -480,7 +480,7 @@ func TestXPassParkingLot(t *testing.T) {
 	f := upXP(t, "parking-lot.yaml", xpRate)
 	flows := []xpFlow{{"long_s", "long_r"}, {"p1_s", "p1_r"}, {"p2_s", "p2_r"}}
 	line := xpRateBits * 1408 / 1538 * 1538 / 1622 // payload of a link whose credits take their 84/1622
-	size := int64(line / 8 * 3) // more than a flow can send in the 3 s the clients run
+	size := int64(line / 8 * 3)                    // more than a flow can send in the 3 s the clients run
 	share := func(run xpRun) []float64 {
 		r := windowRates(run.flows, 500*time.Millisecond, 2500*time.Millisecond)
 		for i := range r {
