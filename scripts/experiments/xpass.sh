@@ -17,11 +17,11 @@
 #      feedback, each flow's share of a link over [0.5 s, SECS-0.5 s].
 #
 #   sudo scripts/experiments/xpass.sh        # about 5 minutes
-#   RATE=200Mbit NS=8 scripts/experiments/xpass.sh
+#   RATE=200Mbit NS=8 CQ=8 scripts/experiments/xpass.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
-RATE=${RATE:-100Mbit} SECS=${SECS:-3} NS=${NS:-"8 16"}
+RATE=${RATE:-100Mbit} SECS=${SECS:-3} NS=${NS:-"8 16"} CQ=${CQ:-} # CQ: credit_queue instead of the files' 32
 OUT=${OUT:-results-xpass-$(date +%Y%m%d-%H%M%S)}
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -48,6 +48,9 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt"
 up() {
 	local src=topologies/expresspass/$1 f=$WORK/$1
 	sed -e "s/rate: [0-9A-Za-z.]*/rate: $RATE/" "$src" >"$f"
+	if [ -n "$CQ" ]; then
+		sed -i "s/credit_queue: [0-9]*/credit_queue: $CQ/" "$f"
+	fi
 	if [ -n "${2:-}" ]; then
 		sed -i "s/  port: {buffer: \([0-9A-Za-z]*\), /  port: {buffer: \1, scheduler: $2, /" "$f"
 	fi

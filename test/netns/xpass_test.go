@@ -41,9 +41,10 @@ const (
 )
 
 type xpFabric struct {
-	t  *testing.T
-	r  *topo.Running
-	sw map[string]*Switch // by switch name, for Scrape
+	t           *testing.T
+	r           *topo.Running
+	sw          map[string]*Switch // by switch name, for Scrape
+	creditQueue int                // the ports' credit_queue
 }
 
 // upXP brings the topology file up under a name of its own (random) with
@@ -79,7 +80,10 @@ func upXP(t *testing.T, file, rate string) *xpFabric {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &xpFabric{t: t, r: r, sw: map[string]*Switch{}}
+	f := &xpFabric{t: t, r: r, sw: map[string]*Switch{}, creditQueue: 8}
+	if m := regexp.MustCompile(`credit_queue: (\d+)`).FindStringSubmatch(s); m != nil {
+		f.creditQueue, _ = strconv.Atoi(m[1])
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, s := range r.Switches {
@@ -390,8 +394,8 @@ func lateness(stop <-chan struct{}) (p99, most time.Duration) {
 // credits were dropped (the switches' meters bound), and the data queue at
 // the shared port stays shallow: half the data packets find at most 2
 // packets ahead of them, and the 99th percentile is within the bound of
-// the paper's Eq. 1 (the 8-credit queue plus the machine's own delay
-// spread at the line rate). The same senders with iperf3 TCP fill the
+// the paper's Eq. 1 (the credit queue plus the machine's own delay spread
+// at the line rate). The same senders with iperf3 TCP fill the
 // port's buffer.
 func xpIncast(t *testing.T, n int) {
 	f := upXP(t, "incast.yaml", xpRate)
@@ -438,12 +442,13 @@ func xpIncast(t *testing.T, n int) {
 	close(stop)
 	late := <-probe
 	// Eq. 1 of the paper bounds the data queue by the spread of the delay
-	// between a credit and its data: the credit queue (8 credits, each a
-	// full frame of data, plus the bucket's 2) and the hosts' and switches'
-	// own delay spread. On this machine that spread is how late their
-	// threads run: measured during the run as a thread's wake-up lateness,
-	// time-weighted p99 (what 1 packet in 100 meets), at the line rate.
-	bound := 10 + math.Ceil(late[0].Seconds()*xpRateBits/(1538*8))
+	// between a credit and its data: the credit queue (credit_queue
+	// credits, each a full frame of data, plus the bucket's 2) and the
+	// hosts' and switches' own delay spread. On this machine that spread is
+	// how late their threads run: measured during the run as a thread's
+	// wake-up lateness, time-weighted p99 (what 1 packet in 100 meets), at
+	// the line rate.
+	bound := float64(f.creditQueue+2) + math.Ceil(late[0].Seconds()*xpRateBits/(1538*8))
 	t.Logf("during the run a thread woke up %v late or more 1%% of the time (at most %v): data-queue bound %.0f packets", late[0], late[1], bound)
 	tcp := f.tcpRun(srcs, "r1", 3)
 	tp50, tp99, tmax, tn := tcp.queue("sw1", "sw2")
