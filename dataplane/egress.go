@@ -124,7 +124,9 @@ func (w *worker) dropAdmitted(port *Port, p *pkt.Packet, r pkt.Reason, now int64
 func (w *worker) toLane(port *Port, p *pkt.Packet, now int64) bool {
 	var ok bool
 	if p.Lane == pkt.LaneCredit && port.credit != nil {
-		ok = port.credit.q.Push(p)
+		if ok = port.credit.q.Push(p); !ok {
+			port.credit.dropped.Add(1)
+		}
 	} else {
 		ok = port.ctrl.Push(p)
 	}
@@ -198,10 +200,11 @@ func (w *worker) serve(p *Port, now int64) bool {
 		case p.ctrl.Pop(&w.laneOut[nl]):
 			pk = &w.laneOut[nl]
 			nl++
-		case p.credit != nil && !p.credit.q.Empty() && p.credit.bucket.Ready(now):
+		case p.credit != nil && p.credit.ready(now):
 			pk = &w.laneOut[nl]
 			p.credit.q.Pop(pk)
 			p.credit.bucket.Take(pk.Len)
+			p.credit.sent.Add(1)
 			nl++
 		case p.sched.Dequeue(&w.dataOut[nd]):
 			pk = &w.dataOut[nd]
@@ -289,8 +292,25 @@ func (w *worker) serve(p *Port, now int64) bool {
 	p.ctrl.Publish()
 	if p.credit != nil {
 		p.credit.q.Publish()
+		p.credit.tokens.Store(p.credit.bucket.Tokens(now))
 	}
 	return work
+}
+
+// ready reports whether the lane's head credit may leave at now: the
+// bucket holds its whole cost (egress worker only).
+func (c *creditLane) ready(now int64) bool {
+	h, ok := c.q.Head()
+	return ok && c.bucket.ReadyFor(now, h.Len)
+}
+
+// wait is how long until the head credit may leave (0: now or nothing queued).
+func (c *creditLane) wait(now int64) int64 {
+	h, ok := c.q.Head()
+	if !ok {
+		return 0
+	}
+	return c.bucket.WaitFor(now, h.Len)
 }
 
 // flush drops everything queued on a port that went down: each data packet

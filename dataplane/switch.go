@@ -137,8 +137,11 @@ type Port struct {
 // creditLane is a port's lane for credits: a small FIFO under its own
 // token bucket, served before data when the bucket allows.
 type creditLane struct {
-	q      *queues.FIFO
-	bucket *shaper.Bucket
+	q       *queues.FIFO
+	bucket  *shaper.Bucket
+	sent    atomic.Uint64 // credits that left the lane (written by the egress worker only)
+	dropped atomic.Uint64 // credits the full lane refused (lane_full)
+	tokens  atomic.Int64  // the bucket's bytes at the egress worker's last pass
 }
 
 // Scheduler returns the port's egress scheduler (for metrics: Depth only).
@@ -160,6 +163,18 @@ func (p *Port) CreditDepth() (uint64, uint32, bool) {
 	}
 	b, n := p.credit.q.Depth()
 	return b, n, true
+}
+
+// CreditLane returns the counters of the port's credit lane, and whether
+// it has one (any goroutine).
+func (p *Port) CreditLane() (mech.CreditLaneStats, bool) {
+	c := p.credit
+	if c == nil {
+		return mech.CreditLaneStats{}, false
+	}
+	_, n := c.q.Depth()
+	return mech.CreditLaneStats{Sent: c.sent.Load(), Dropped: c.dropped.Load(), Queued: n,
+		TokenBytes: c.tokens.Load(), DepthBytes: c.bucket.Depth(), RateBits: c.bucket.RateBits()}, true
 }
 
 // RateBits returns the port's shaper rate in bit/s (0 = unlimited; any goroutine).
@@ -550,7 +565,10 @@ func (s *Switch) PortDown(port int) bool { return s.ports[port].down.Load() }
 
 // SetCreditLane gives port a credit lane metered to rateBits with a bucket
 // of burst bytes and a queue of queueLen frames. Call before Start (from a
-// mechanism's New).
+// mechanism's New). The head credit leaves only when the bucket holds its
+// whole cost on the wire (max(len, 60) + 24 bytes), never on debt, so at
+// most burst bytes of credits leave back to back; a credit that finds the
+// queue full is dropped (lane_full, and counted in CreditLane).
 func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int) error {
 	if s.started {
 		return errors.New("credit lanes are set up before the switch starts")
@@ -570,8 +588,13 @@ func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int) e
 		return err
 	}
 	s.ports[port].credit = &creditLane{q: q, bucket: b}
+	s.ports[port].credit.tokens.Store(b.Depth())
 	return nil
 }
+
+// CreditLane returns the counters of port's credit lane, and whether it
+// has one (any goroutine).
+func (s *Switch) CreditLane(port int) (mech.CreditLaneStats, bool) { return s.ports[port].CreditLane() }
 
 // SetPortDown marks port down (the interface went down or away) or up
 // again (any goroutine). While a port is down, its queues are flushed

@@ -444,7 +444,7 @@ func (w *worker) sleep(now int64) {
 		if queued(p) {
 			wait := p.shaper.Wait(now)
 			if p.credit != nil && !p.credit.q.Empty() {
-				if cw := p.credit.bucket.Wait(now); cw > wait {
+				if cw := p.credit.wait(now); cw > wait {
 					wait = cw
 				}
 			}

@@ -255,6 +255,20 @@ type Switch interface {
 	// time h last asked for (any goroutine; w is woken if it sleeps): for a
 	// mechanism whose timers idle and that has work for them again.
 	TickSoon(w int, h TickHook)
+	// CreditLane returns the counters of port's credit lane, and whether
+	// the port has one (any goroutine).
+	CreditLane(port int) (CreditLaneStats, bool)
+}
+
+// CreditLaneStats are the counters of a port's credit lane (see
+// Switch.SetCreditLane).
+type CreditLaneStats struct {
+	Sent       uint64 // credits that left the lane
+	Dropped    uint64 // credits refused because the lane was full (also counted as lane_full drops)
+	Queued     uint32 // credits waiting now (as of the egress worker's last pass)
+	TokenBytes int64  // bytes in the lane's bucket at the egress worker's last pass
+	DepthBytes int64  // the bucket's depth
+	RateBits   uint64 // the bucket's rate
 }
 
 // Routed, as the port of Emitter.Frame, asks the switch to choose the port

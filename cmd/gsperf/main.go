@@ -80,7 +80,19 @@ func server(args []string) error {
 	totalBuf := fs.String("total-buffer", "256MiB", "out-of-order bytes all flows may hold together")
 	idle := fs.Duration("idle-timeout", udp.DefaultIdleTimeout, "forget an incomplete flow after this long without a segment")
 	report := fs.Duration("report", 10*time.Second, "print the counters to stderr this often when they changed (0: only at exit, to stdout)")
+	mode := fs.String("mode", "plain", "plain (acknowledge what arrives) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
+	xp := addXPFlags(fs)
 	fs.Parse(args)
+	if *mode != "plain" && *mode != "xpass" {
+		return fmt.Errorf("-mode: %q (the server runs plain or xpass; pfabric senders need a plain server)", *mode)
+	}
+	var xc udp.XPassConfig
+	if *mode == "xpass" {
+		var err error
+		if xc, err = xp.config(); err != nil {
+			return err
+		}
+	}
 	cfg, err := serverConfig(*maxFlows, *flowBuf, *totalBuf, *idle)
 	if err != nil {
 		return err
@@ -104,6 +116,11 @@ func server(args []string) error {
 	fmt.Fprintf(os.Stderr, "gsperf: serving on %s; at most %d incomplete flows, %d out-of-order bytes per flow, %d in all\n",
 		where, cfg.MaxFlows, cfg.FlowPending, cfg.TotalPending)
 	srv := udp.NewServer(cfg)
+	if *mode == "xpass" {
+		err := serveXPass(conn, srv, xc, stop, *report)
+		conn.Close()
+		return err
+	}
 	var last udp.ServerStats
 	err = srv.Serve(conn, stop, func(st udp.ServerStats) {
 		if st != last {
@@ -147,7 +164,7 @@ func client(args []string) error {
 	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown")
 	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
 	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
-	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root) or sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020)")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020) or xpass (one segment per ExpressPass credit; the server runs -mode xpass)")
 	bfcf := addBFCFlags(fs)
 	rtt := fs.Duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
 	rto := fs.Duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")

@@ -135,6 +135,46 @@ func (b *Bucket) Adjust(delta int64) {
 	b.tokens -= delta * 1e9
 }
 
+// ReadyFor reports whether a frame of frameLen bytes may leave at now
+// without driving the bucket into debt: the bucket holds at least its
+// WireBytes. A meter that must never let more than its depth through at
+// once (the credit lane: ns-2's XPassDropTail sends a credit only when
+// tokens >= its size) asks this instead of Ready.
+func (b *Bucket) ReadyFor(now int64, frameLen uint32) bool {
+	if b.rate == 0 {
+		return true
+	}
+	b.refill(now)
+	return b.tokens >= WireBytes(frameLen)*1e9
+}
+
+// WaitFor is how long after now until ReadyFor(frameLen) turns true (0 if
+// it is already).
+func (b *Bucket) WaitFor(now int64, frameLen uint32) int64 {
+	if b.rate == 0 {
+		return 0
+	}
+	b.refill(now)
+	need := WireBytes(frameLen)*1e9 - b.tokens
+	if need <= 0 {
+		return 0
+	}
+	return (need + b.rate - 1) / b.rate
+}
+
+// Tokens is what the bucket holds at now, in whole bytes (negative in
+// debt); at most the depth.
+func (b *Bucket) Tokens(now int64) int64 {
+	if b.rate == 0 {
+		return 0
+	}
+	b.refill(now)
+	return b.tokens / 1e9
+}
+
+// Depth is the bucket's depth in bytes (0 for an unlimited shaper).
+func (b *Bucket) Depth() int64 { return b.burst / 1e9 }
+
 // Wait is how long after now until Ready turns true (0 if it is already).
 func (b *Bucket) Wait(now int64) int64 {
 	if b.rate == 0 {

@@ -113,3 +113,46 @@ func TestNewBucketBounds(t *testing.T) {
 		t.Fatal("New accepted a burst that overflows")
 	}
 }
+
+// TestReadyForNeverGoesIntoDebt: a meter asked with ReadyFor lets out at
+// most its depth at once (two 84-byte credits from a 168-byte bucket, not
+// the third that Ready's debt would allow), WaitFor says exactly when the
+// next may go, and over a second the rate holds.
+func TestReadyForNeverGoesIntoDebt(t *testing.T) {
+	b, err := NewBucket(8*84*1000, 2*84, 0) // 1000 credits/s, depth 2 credits
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Depth() != 168 {
+		t.Fatalf("depth %d, want 168", b.Depth())
+	}
+	now := int64(5e9) // long idle: full
+	n := 0
+	for b.ReadyFor(now, 60) {
+		b.Take(60)
+		n++
+	}
+	if n != 2 || b.Tokens(now) != 0 {
+		t.Fatalf("%d credits left a full 2-credit bucket at once (tokens now %d), want 2 and 0", n, b.Tokens(now))
+	}
+	if w := b.WaitFor(now, 60); w != 1e6 {
+		t.Fatalf("WaitFor = %d ns, want 1 ms (one credit at 1000/s)", w)
+	}
+	if b.ReadyFor(now+1e6-1, 60) || !b.ReadyFor(now+1e6, 60) {
+		t.Fatal("ReadyFor disagrees with WaitFor")
+	}
+	b.Take(60)
+	sent := 0
+	for t0 := now + 1e6; t0 <= now+1e6+1e9; t0 += 1000 {
+		for b.ReadyFor(t0, 60) {
+			b.Take(60)
+			sent++
+		}
+		if tk := b.Tokens(t0); tk > 168 || tk < 0 {
+			t.Fatalf("tokens %d outside [0, 168]", tk)
+		}
+	}
+	if sent != 1000 {
+		t.Fatalf("%d credits in 1 s at 1000/s", sent)
+	}
+}

@@ -31,6 +31,8 @@ type Flow struct {
 	// flow started (when the client ran with -timeline).
 	Timeline       []uint64 `json:"timeline,omitempty"`
 	TimelineStepNs int64    `json:"timeline_step_ns,omitempty"`
+	// Mech holds the mode's own counters (xpass: credits, wasted, requests, stops, segments).
+	Mech map[string]uint64 `json:"mech,omitempty"`
 }
 
 // Ideal is the time size bytes take at rateBits plus the base RTT, in ns.

@@ -18,9 +18,9 @@ import (
 	"container/heap"
 	"fmt"
 
-	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/transport"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 	"github.com/gswitch/gswitch/sched"
 )

@@ -40,19 +40,22 @@ type Mode int
 const (
 	Plain Mode = iota
 	PFabric
+	XPass // ExpressPass: one segment per credit from the receiver (package perf/xpass, not this Sender)
 )
 
-func (m Mode) String() string { return [...]string{"plain", "pfabric"}[m] }
+func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass"}[m] }
 
-// ParseMode reads "plain" or "pfabric".
+// ParseMode reads "plain", "pfabric" or "xpass".
 func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "plain", "":
 		return Plain, nil
 	case "pfabric":
 		return PFabric, nil
+	case "xpass":
+		return XPass, nil
 	}
-	return Plain, fmt.Errorf("mode %q (use plain or pfabric)", s)
+	return Plain, fmt.Errorf("mode %q (use plain, pfabric or xpass)", s)
 }
 
 // Config configures a sender.

@@ -134,7 +134,11 @@ func Run(p Plan) ([]results.Flow, error) {
 		wg.Add(1)
 		go func(r *results.Flow) {
 			defer wg.Done()
-			runFlow(cfg, r, p, start, pacer)
+			if p.Mode == transport.XPass {
+				runXPFlow(r, p, start) // credits pace the flow: no window, no pacer
+			} else {
+				runFlow(cfg, r, p, start, pacer)
+			}
 			if p.Progress != nil {
 				p.Progress(int(done.Add(1)), p.Flows)
 			}

@@ -23,13 +23,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// upTopology brings up a topology file whose text names itself NAME and
+// upTopologyText brings up a topology file whose text names itself NAME and
 // its metrics BASE (replaced by a random name and base), with the gswitchd
 // built by TestMain, and takes it down at cleanup. The switches' processes
 // get CPU before the hosts' (nice -10), as a switch's own hardware would:
 // on a shared 2-core machine a switch process that waits tens of
 // milliseconds for a CPU holds every pause and resume that long.
-func upTopology(t *testing.T, text string) (*topo.Running, string) {
+func upTopologyText(t *testing.T, text string) (*topo.Running, string) {
 	t.Helper()
 	requireNetns(t)
 	name := "b" + randID()[:5]
@@ -195,7 +195,7 @@ func TestBFCIncastNoDropsAtTheCongestedSwitch(t *testing.T) {
 		if on {
 			mechs = "{bfc: {}}"
 		}
-		r, _ := upTopology(t, lineTopology(mechs, "100Mbit", "2MB"))
+		r, _ := upTopologyText(t, lineTopology(mechs, "100Mbit", "2MB"))
 		if on {
 			incast(t, r, true, args...)
 		} else {
@@ -317,7 +317,7 @@ func rawSocket(t *testing.T, ns string) (send func([]byte), got func() [][]byte)
 // PAUSE from that port pauses the switch's queue toward it; a PAUSE from a
 // host port changes nothing and is counted as forged.
 func TestBFCFramesOnTheWire(t *testing.T) {
-	r, name := upTopology(t, `
+	r, name := upTopologyText(t, `
 name: NAME
 mode: l3
 metrics_base: BASE
@@ -460,7 +460,7 @@ links:
 // the wire and hold the flows. No switch drops anything, every flow
 // completes.
 func TestBFCHostsHonourPauses(t *testing.T) {
-	r, _ := upTopology(t, lineTopology("{bfc: {}}", "100Mbit", "2MB"))
+	r, _ := upTopologyText(t, lineTopology("{bfc: {}}", "100Mbit", "2MB"))
 	outs := incast(t, r, true, "-size", "1MB", "-flows", "2", "-mode", "bfc", "-init-window", "256KB", "-pace", "1Gbit")
 	held := 0
 	for _, o := range outs {
