@@ -15,7 +15,7 @@ func TestShippedTopologies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bfc-line.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml"}
+	want := []string{"bfc-line.yaml", "bfc-testbed.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml"}
 	var got []string
 	for _, f := range files {
 		got = append(got, filepath.Base(f))

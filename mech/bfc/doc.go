@@ -138,7 +138,7 @@
 // gswitch_bfc_threshold_bytes, gswitch_bfc_threshold_floor_bytes,
 // gswitch_bfc_hrtt_seconds, gswitch_bfc_emit_failed_total,
 // gswitch_bfc_tagged_total, gswitch_bfc_tags_removed_total,
-// gswitch_bfc_host_queue_total, gswitch_bfc_counter_underflow_total (0
+// gswitch_bfc_host_queue_total, gswitch_bfc_pause_underflows_total (0
 // unless there is a bug), and per queue
 // gswitch_bfc_queue_byte_seconds_total{port,queue} (the integral of the
 // queue's length: its rate of increase is the mean queue) and

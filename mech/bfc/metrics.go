@@ -28,7 +28,7 @@ var (
 	dPaused      = desc("paused_queues", "Queues of the port its neighbour has paused now.", "port")
 	dActive      = desc("counters_active", "Pause counters of the port (per upstream queue of its neighbour) above zero: upstream queues paused now.", "port")
 	dOverTh      = desc("over_threshold_total", "Packets queued at the port that found their queue above Th and raised their upstream queue's pause counter.", "port")
-	dUnderflow   = desc("counter_underflow_total", "Pause counter decrements without an increment (a bug if ever non-zero).", "port")
+	dUnderflow   = desc("pause_underflows_total", "Pause counter decrements without an increment (a bug if ever non-zero).", "port")
 	dTableSize   = desc("flow_table_size", "Entries of the port's flow table (dynamic assignment).", "port")
 	dOccupancy   = desc("flow_table_entries", "Flow-table entries with packets in the switch.", "port")
 	dCollisions  = desc("flow_collisions_total", "Packets whose flow-table entry was held by another flow (they share its queue).", "port")

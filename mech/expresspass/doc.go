@@ -73,7 +73,7 @@
 //	gswitch_expresspass_credits_forwarded_total{port}       credits sent by the port's credit lane
 //	gswitch_expresspass_credits_dropped_total{port}         credits dropped by the port's full credit lane
 //	gswitch_expresspass_credit_tokens_bytes{port}           the credit meter's bytes
-//	gswitch_expresspass_credit_rate_bits{port}              the credit meter's rate
+//	gswitch_expresspass_credit_rate_bytes_per_second{port}  the credit meter's rate
 //	gswitch_expresspass_data_queue_packets{port}            histogram: data-queue depth found by each arriving data packet
 //	gswitch_expresspass_data_dropped_total{port}            data packets dropped by the port's traffic manager
 //

@@ -301,7 +301,7 @@ var (
 	dForwarded = prometheus.NewDesc("gswitch_expresspass_credits_forwarded_total", "Credits that left on the port's credit lane.", []string{"port"}, nil)
 	dDropped   = prometheus.NewDesc("gswitch_expresspass_credits_dropped_total", "Credits the port's full credit lane dropped: the congestion signal of ExpressPass.", []string{"port"}, nil)
 	dTokens    = prometheus.NewDesc("gswitch_expresspass_credit_tokens_bytes", "Bytes in the port's credit meter (at most credit_burst x 84).", []string{"port"}, nil)
-	dRate      = prometheus.NewDesc("gswitch_expresspass_credit_rate_bits", "The port's credit rate: its rate x 84/1622.", []string{"port"}, nil)
+	dRate      = prometheus.NewDesc("gswitch_expresspass_credit_rate_bytes_per_second", "The port's credit rate in bytes/s: its rate x 84/1622.", []string{"port"}, nil)
 	dDepth     = prometheus.NewDesc("gswitch_expresspass_data_queue_packets", "Depth of the port's data queues (packets) found by each arriving data packet.", []string{"port"}, nil)
 	dDataDrops = prometheus.NewDesc("gswitch_expresspass_data_dropped_total", "Data packets the port's traffic manager dropped.", []string{"port"}, nil)
 )
@@ -329,7 +329,7 @@ func (x *XP) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(dDropped, prometheus.CounterValue, float64(s.CreditsDropped), name)
 		ch <- prometheus.MustNewConstMetric(dTokens, prometheus.GaugeValue, float64(s.TokenBytes), name)
 		if l, ok := x.sw.CreditLane(i); ok {
-			ch <- prometheus.MustNewConstMetric(dRate, prometheus.GaugeValue, float64(l.RateBits), name)
+			ch <- prometheus.MustNewConstMetric(dRate, prometheus.GaugeValue, float64(l.RateBits)/8, name)
 		}
 		buckets := make(map[float64]uint64, len(depthBounds))
 		var cum uint64
