@@ -518,6 +518,14 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 		// 2048-byte UMEM frames hold frames of an MTU up to about 1500.
 		set(root, "frame_size", intScalar(4096))
 	}
+	if lookup(swKeys, "control") == nil {
+		// One control socket per switch of each topology, so that two
+		// topologies with a switch of the same name can be up at once:
+		// gswitchctl -s TOPOLOGY-SWITCH.
+		c := mapping(false)
+		set(c, "socket", scalar(SocketPath(t.Name, sp.Name)))
+		set(root, "control", c)
+	}
 	if swKeys != nil {
 		root.Content = append(root.Content, swKeys.Content...)
 	}
@@ -589,4 +597,11 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 	}
 	head := fmt.Sprintf("# gswitchd config of switch %s of topology %s, generated from %s (gswitchctl topo).\n", sp.Name, t.Name, src)
 	return append([]byte(head), out.Bytes()...), nil
+}
+
+// SocketPath is the control socket of switch sw of topology name (unless
+// the file sets control:): /run/gswitch/NAME-SW.sock, which gswitchctl
+// finds as -s NAME-SW.
+func SocketPath(name, sw string) string {
+	return "/run/gswitch/" + name + "-" + sw + ".sock"
 }

@@ -458,8 +458,11 @@ links:
 	known := map[string]bool{"name": true, "interface": true, "rate": true}
 	for _, s := range p.Switches {
 		m := gswitchdYAML(t, s)
+		if c, _ := m["control"].(map[string]any); c["socket"] != "/run/gswitch/l2t-"+s.Name+".sock" {
+			t.Errorf("%s: control %v, want the socket /run/gswitch/l2t-%s.sock", s.Name, m["control"], s.Name)
+		}
 		for k := range m {
-			if k != "ports" && k != "metrics" && !(k == "switch_id" && s.Name == "s2") {
+			if k != "ports" && k != "metrics" && k != "control" && !(k == "switch_id" && s.Name == "s2") {
 				t.Errorf("%s: key %s in an l2 config", s.Name, k)
 			}
 		}
