@@ -129,7 +129,11 @@ func TestGswitchctlAgainstARunningSwitch(t *testing.T) {
 		ports2[e.MAC] = e.Port
 	}
 	for i, h := range tp.Hosts {
-		m := fmt.Sprintf("02:%s:%s:%s:00:%02x", tp.ID[0:2], tp.ID[2:4], tp.ID[4:6], i+1)
+		out, err := exec.Command("ip", "netns", "exec", h.NS, "cat", "/sys/class/net/eth0/address").Output()
+		if err != nil {
+			t.Fatalf("%s's MAC: %v", h.NS, err)
+		}
+		m := strings.TrimSpace(string(out))
 		if ports2[m] != fmt.Sprintf("p%d", i+1) {
 			t.Fatalf("mac: %s (%s) on %q, want p%d: %+v", m, h.NS, ports2[m], i+1, mac)
 		}
