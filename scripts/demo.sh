@@ -29,8 +29,8 @@ for t in ip ethtool ping curl python3; do
 	command -v $t >/dev/null || { echo "demo.sh: $t missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 
-NAME=demo$$
-NAME=${NAME:0:9}
+NAME=d$(printf %05d $(($$ % 100000)))
+NAME=${NAME:0:6}
 BASE=${DEMO_METRICS_BASE:-9590}
 WORK=$(mktemp -d)
 TOPO=$WORK/fabric.yaml
@@ -111,16 +111,20 @@ incast() {
 	for h in s1 s2 s3; do
 		i=$((i + 1))
 		hx $h timeout 40 "$WORK/gsperf" client -src $h -to 10.71.5.1:5500 -size 1MB -flows 2 -arrivals burst -at $at \
-			-rate 50Mbit -base-rtt 500us -init-window 1MB -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" >"$WORK/$1-$h.log" 2>&1 &
+			-rate 50Mbit -base-rtt 500us -init-window 1MB -rto 300ms -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" >"$WORK/$1-$h.log" 2>&1 &
 		pids+=($!)
 	done
-	if [ "$1" = bfc ]; then # in the middle of the incast: the queues sw1 holds for sw2, paused by sw2's frames
-		sleep 4.2
-		echo "   sw1's queues toward sw2 while r2's port is congested (gswitchctl queues sw2 -s $NAME-sw1):"
-		ctl queues sw2 -s "$NAME-sw1" 2>&1 | sed 's/^/     /' | head -12
+	if [ "$1" = bfc ]; then # in the middle of the incast: sw2's congested port, and the queues sw1 holds for sw2, paused by sw2
+		sleep 3.6
+		ctl queues r2 -s "$NAME-sw2" >"$WORK/q2.txt" 2>&1 || true
+		ctl queues sw2 -s "$NAME-sw1" >"$WORK/q1.txt" 2>&1 || true
+		echo "   sw2's port toward r2 during the incast (gswitchctl queues r2 -s $NAME-sw2): flows spread over its queues"
+		sed 's/^/     /' "$WORK/q2.txt" | head -14
+		echo "   sw1's queues toward sw2 at the same time (gswitchctl queues sw2 -s $NAME-sw1): paused by sw2"
+		sed 's/^/     /' "$WORK/q1.txt" | head -10
 	fi
 	wait "${pids[@]}" || true
-	kill $SRV 2>/dev/null; wait $SRV 2>/dev/null || true
+	kill $SRV 2>/dev/null || true; wait $SRV 2>/dev/null || true
 	SRV=
 	python3 - "$WORK"/"$1"-s?.json <<'PY'
 import json,sys
@@ -152,14 +156,12 @@ ctl capture sw2 -s "$NAME-sw1" -dir rx -c 4 bfc >"$WORK/capture.txt" 2>&1 &
 CAP=$!
 incast bfc 30s
 bfc=$(metric 2 "$DROPS")
-kill $CAP 2>/dev/null; wait $CAP 2>/dev/null || true
+kill $CAP 2>/dev/null || true; wait $CAP 2>/dev/null || true
 echo "   drops at sw2's port toward r2: $bfc"
 echo "   sw2 sent $(metric 2 'gswitch_bfc_pauses_sent_total.*') pauses, $(metric 2 'gswitch_bfc_resumes_sent_total.*') resumes, $(metric 2 'gswitch_bfc_bitmaps_sent_total.*') pause bitmaps;" \
 	"sw1 received $(metric 1 'gswitch_bfc_pauses_received_total.*'), sw3 $(metric 3 'gswitch_bfc_pauses_received_total.*') pauses"
 echo "   pause frames captured on sw1's port toward sw2 (gswitchctl capture sw2 -s $NAME-sw1 -dir rx bfc):"
 sed 's/^/     /' "$WORK/capture.txt" | head -6
-echo "   BFC's state on sw2 (gswitchctl flows -s $NAME-sw2, first lines):"
-ctl flows -s "$NAME-sw2" 2>&1 | head -8 | sed 's/^/     /'
 down
 
 echo
