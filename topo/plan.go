@@ -530,6 +530,7 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 		root.Content = append(root.Content, swKeys.Content...)
 	}
 	ports := seq(false)
+	var tiers map[string]int
 	for _, port := range sp.Ports {
 		m := mapping(false)
 		set(m, "name", strScalar(port.Name))
@@ -555,7 +556,14 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 			set(m, "addr", seq(true, scalar(port.Addr.String())))
 		}
 		if port.Keys != nil {
-			m.Content = append(m.Content, clone(port.Keys).Content...)
+			keys := clone(port.Keys)
+			if tiers == nil {
+				tiers = t.tiers()
+			}
+			if _, sw := t.switches[port.Peer]; sw && tiers[port.Peer] > tiers[sp.Name] {
+				markUplink(keys)
+			}
+			m.Content = append(m.Content, keys.Content...)
 		}
 		ports.Content = append(ports.Content, m)
 	}
@@ -604,4 +612,56 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 // finds as -s NAME-SW.
 func SocketPath(name, sw string) string {
 	return "/run/gswitch/" + name + "-" + sw + ".sock"
+}
+
+// tiers gives each switch its tier: 0 for a switch with a host, then one
+// more per hop away from the nearest such switch (a leaf-spine's spines are
+// tier 1). A switch no host reaches is tier 0.
+func (t *Topology) tiers() map[string]int {
+	tier := map[string]int{}
+	var q []string
+	for _, l := range t.Links {
+		for _, e := range [2][2]string{{l.A, l.B}, {l.B, l.A}} {
+			if _, h := t.hosts[e[0]]; h {
+				if _, sw := t.switches[e[1]]; sw {
+					if _, seen := tier[e[1]]; !seen {
+						tier[e[1]] = 0
+						q = append(q, e[1])
+					}
+				}
+			}
+		}
+	}
+	for len(q) > 0 {
+		n := q[0]
+		q = q[1:]
+		for _, l := range t.Links {
+			for _, e := range [2][2]string{{l.A, l.B}, {l.B, l.A}} {
+				if e[0] != n {
+					continue
+				}
+				if _, sw := t.switches[e[1]]; !sw {
+					continue
+				}
+				if _, seen := tier[e[1]]; !seen {
+					tier[e[1]] = tier[n] + 1
+					q = append(q, e[1])
+				}
+			}
+		}
+	}
+	return tier
+}
+
+// markUplink sets uplink: true in the port's BFC keys (mechanisms: bfc:)
+// when the file says neither uplink nor pause_from: a port toward a higher
+// tier is an uplink, so BFC's default pause table is up-down (a packet that
+// comes down from one spine and goes up to another never pauses its spine:
+// no cyclic buffer dependency, mech/bfc).
+func markUplink(keys *yaml.Node) {
+	b := lookup(lookup(keys, "mechanisms"), "bfc")
+	if b == nil || b.Kind != yaml.MappingNode || lookup(b, "uplink") != nil || lookup(b, "pause_from") != nil {
+		return
+	}
+	set(b, "uplink", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 }

@@ -568,3 +568,56 @@ func TestShowText(t *testing.T) {
 		}
 	}
 }
+
+// TestBFCUplinksByTier: in a leaf-spine with BFC, a leaf's ports toward
+// the spines are uplinks (BFC's up-down pause table), a spine's are not,
+// host ports are not, and a port whose file says uplink keeps it.
+func TestBFCUplinksByTier(t *testing.T) {
+	_, p := mustPlan(t, `
+name: upt
+mode: l3
+defaults:
+  port: {mechanisms: {bfc: {}}}
+switches:
+  leaf1: {}
+  leaf2: {port: {mechanisms: {bfc: {uplink: false}}}}
+  spine1: {}
+  spine2: {}
+hosts:
+  h1: {addr: 10.1.1.1/24}
+  h2: {addr: 10.2.1.1/24}
+links:
+  - {a: h1, b: leaf1}
+  - {a: h2, b: leaf2}
+  - {a: leaf1, b: spine1}
+  - {a: leaf1, b: spine2}
+  - {a: leaf2, b: spine1}
+  - {a: leaf2, b: spine2}
+`)
+	uplinks := 0
+	for _, s := range p.Switches {
+		for _, port := range portsOf(gswitchdYAML(t, s)) {
+			mechs, _ := port["mechanisms"].(map[string]any)
+			bfc, ok := mechs["bfc"].(map[string]any)
+			if !ok {
+				t.Fatalf("%s port %v: no bfc keys: %v", s.Name, port["name"], port)
+			}
+			up, set := bfc["uplink"]
+			want := s.Name == "leaf1" && strings.HasPrefix(port["name"].(string), "spine")
+			switch {
+			case s.Name == "leaf2" && (!set || up != false):
+				t.Errorf("leaf2 port %v: uplink %v (set %v), want the file's false", port["name"], up, set)
+			case s.Name != "leaf2" && want && up != true:
+				t.Errorf("%s port %v: uplink %v, want true (toward a spine)", s.Name, port["name"], up)
+			case s.Name != "leaf2" && !want && set:
+				t.Errorf("%s port %v: uplink %v, want none", s.Name, port["name"], up)
+			}
+			if up == true {
+				uplinks++
+			}
+		}
+	}
+	if uplinks != 2 {
+		t.Errorf("%d uplinks, want leaf1's 2", uplinks)
+	}
+}

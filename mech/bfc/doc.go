@@ -107,7 +107,10 @@
 // in a leaf-spine a packet that comes down from one spine and goes up to
 // another never pauses its spine (up-down routing has no cyclic buffer
 // dependency). pause_from on an egress port lists the ingress ports that
-// may be paused for it instead.
+// may be paused for it instead. Fabrics brought up by package topo get
+// uplink: true on every BFC port toward a higher tier (tiers counted from
+// the switches with hosts), unless the file sets uplink or pause_from, so a
+// leaf-spine is up-down without a word in the file.
 //
 // # Config (per port, under mechanisms: bfc:)
 //

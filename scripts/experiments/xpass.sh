@@ -80,7 +80,8 @@ xp_run() {
 	for p in $pairs; do
 		local dst=${p#*:}
 		if [ ! -e "$RUN/server-$dst.log" ]; then
-			nsx "$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -xp-link "$RATE" $naive -report 0 >"$RUN/server-$dst.log" 2>&1 &
+			# ip netns exec, not nsx: $! must be gsperf itself (it execs), so that SIGINT reaches it
+			ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -xp-link "$RATE" $naive -report 0 >"$RUN/server-$dst.log" 2>&1 &
 			servers+=($!)
 		fi
 	done
