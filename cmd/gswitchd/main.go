@@ -183,6 +183,9 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 		if err != nil {
 			return fmt.Errorf("ports[%d].interface: %s: %w", i, pc.Interface, err)
 		}
+		if err := checkMTU(i, pc.Interface, ifc.MTU, cfg.FrameSize); err != nil {
+			return err
+		}
 		nq := rxQueues(pc.Interface)
 		if pc.RxQueues > 0 {
 			if pc.RxQueues > nq {
@@ -442,4 +445,27 @@ func orUnlimited(s string) string {
 		return "unlimited"
 	}
 	return s
+}
+
+// rxHeadroom is what the kernel leaves at the start of a UMEM frame before
+// a received frame in copy mode (XDP_PACKET_HEADROOM).
+const rxHeadroom = 256
+
+// checkMTU refuses an interface whose MTU makes frames that one UMEM frame
+// cannot hold: the kernel would drop them on receive without a word (a
+// jumbo ping that never arrives). A frame is the MTU plus the Ethernet
+// header and one VLAN tag.
+func checkMTU(i int, ifname string, mtu, frameSize int) error {
+	room := frameSize - rxHeadroom
+	if mtu+18 <= room {
+		return nil
+	}
+	fix := fmt.Sprintf("lower the MTU (ip link set %s mtu %d)", ifname, room-18)
+	if frameSize < 4096 && mtu+18 <= 4096-rxHeadroom {
+		fix = fmt.Sprintf("set frame_size: 4096 (MTUs up to %d), or %s", 4096-rxHeadroom-18, fix)
+	} else {
+		fix += "; larger MTUs need AF_XDP multi-buffer frames, which gswitchd does not support yet"
+	}
+	return fmt.Errorf("ports[%d].interface: %s has MTU %d: its frames (up to %d B) do not fit a %d-byte UMEM frame (%d B after the kernel's %d B headroom); %s",
+		i, ifname, mtu, mtu+18, frameSize, room, rxHeadroom, fix)
 }

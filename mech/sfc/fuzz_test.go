@@ -44,7 +44,8 @@ func FuzzBTSFromTheFabric(f *testing.F) {
 		if n := s.CacheEntries(); n > 16 {
 			t.Fatalf("%d live entries in a cache of 16", n)
 		}
-		isBTS := len(payload) >= wire.HeaderLen && payload[0] == 'G' && payload[1] == 'C' && payload[2] == wire.Version && payload[3] == byte(wire.TypeSFCBTS)
+		// Classified by its first four bytes (pkt): magic, version, type.
+		isBTS := len(payload) >= 4 && payload[0] == 'G' && payload[1] == 'C' && payload[2] == wire.Version && payload[3] == byte(wire.TypeSFCBTS)
 		_, err := wire.ParseBTS(payload)
 		if bad := h.SW.Counters(pUp).Drops[sfc.ReasonBadBTS] - bad0; bad != map[bool]uint64{true: 1, false: 0}[isBTS && err != nil] {
 			t.Fatalf("bad_bts drops %d for a payload that is a BTS: %v, parses: %v", bad, isBTS, err)

@@ -2,7 +2,9 @@ package netns
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +188,27 @@ func TestReplacesStaleProgram(t *testing.T) {
 	if out := run(t, "ip", "link", "show", "dev", tp.Hosts[0].Port); strings.Contains(out, "prog/xdp") {
 		t.Fatalf("a program is left after SIGTERM:\n%s", out)
 	}
+}
+
+// TestJumboMTUIsAClearError: a port whose interface has MTU 9000 is refused
+// at start with the MTU and the fix named, instead of a switch that drops
+// every jumbo frame without a word.
+func TestJumboMTUIsAClearError(t *testing.T) {
+	requireNetns(t)
+	a, b := "gsj"+randID()[:5]+"a", "gsj"+randID()[:5]+"b"
+	if out, err := exec.Command("ip", "link", "add", a, "mtu", "9000", "type", "veth", "peer", "name", b, "mtu", "9000").CombinedOutput(); err != nil {
+		t.Fatalf("veth: %v: %s", err, out)
+	}
+	defer exec.Command("ip", "link", "del", a).Run()
+	exec.Command("ip", "link", "set", a, "up").Run()
+	exec.Command("ip", "link", "set", b, "up").Run()
+	cfg := filepath.Join(t.TempDir(), "jumbo.yaml")
+	if err := os.WriteFile(cfg, []byte("ports:\n  - interface: "+a+"\nmetrics: off\ncontrol: {socket: off}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("timeout", "20", gswitchdBin, "-config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "ports[0].interface: "+a+" has MTU 9000") || !strings.Contains(string(out), "ip link set "+a+" mtu") {
+		t.Fatalf("err %v, output:\n%s", err, out)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
 }
