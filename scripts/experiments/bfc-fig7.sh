@@ -19,7 +19,8 @@
 #   sudo scripts/experiments/bfc-fig7.sh     # about 45 s
 #
 # RATE=100Mbit, DELAY=5ms (the Sw1-Sw2 link), DELAY3=2500us (the Sw3-Sw2
-# link), SECONDS_=10, STEP=0.1, WINDOW=2MB, HOST_PAUSES=false, NICE=0 (set
+# link), SECONDS_=10, STEP=0.1, WINDOW=2MB, HOST_PAUSES=false, BFC_KEYS= (more
+# keys of the bfc mechanism, e.g. BFC_KEYS="hrtt: 20ms"), NICE=0 (set
 # e.g. NICE=-10 to run the switches before the hosts). The link delays make
 # HRTT long against the scheduling jitter of a shared machine, and unequal so
 # the two flows do not run in lockstep (with equal HRTTs they pause and
@@ -41,6 +42,7 @@ go build -o "$WORK/gsperf" ./cmd/gsperf
 sed -e "s/^name: .*/name: $NAME/" -e "s/^metrics_base: .*/metrics_base: $BASE/" \
 	-e "s/link: {rate: 100Mbit, delay: 500us, mtu: 1500}/link: {rate: $RATE, delay: $DELAY, mtu: 1500}/" \
 	-e "s/  - {a: sw3, b: sw2}/  - {a: sw3, b: sw2, delay: $DELAY3}/" \
+	-e "s/mechanisms: {bfc: {assign: dynamic}}/mechanisms: {bfc: {assign: dynamic${BFC_KEYS:+, $BFC_KEYS}}}/" \
 	topologies/bfc-testbed.yaml >"$OUT/topology.yaml"
 down() {
 	"$WORK/gswitchctl" topo down -state "$WORK/state" "$OUT/topology.yaml" >/dev/null 2>&1 || true
@@ -107,8 +109,11 @@ t1 = min(r["start_unix_ns"] + r.get("fct_ns", 0) for r in recs) / 1e9 - 0.5
 W = [s for s in S if t0 <= s["t"] <= t1]
 if len(W) < 10:
     sys.exit(f"only {len(W)} samples while both flows ran: see {out}")
-hrtt = 2 * delay + 50e-6                       # the largest HRTT of Sw2's ports (the Sw1 link)
-th = max(hrtt * bits / 8 / 2, 3028)             # Th with N_active = 2
+hrtt = 2 * delay + 50e-6                       # the largest HRTT of Sw2's ports (the Sw1 link), as configured
+th = max(hrtt * bits / 8 / 2, 3028)             # Th with N_active = 2, unless the switch says otherwise:
+ths = sorted(s.get('gswitch_bfc_threshold_bytes{port="r2"}', 0) for s in W)
+if ths and ths[len(ths) // 2] > 0:
+    th = ths[len(ths) // 2]                     # the Th sw2 used (its median over the steady state)
 dt = W[-1]["t"] - W[0]["t"]
 integ = lambda s: tot(s, "gswitch_bfc_queue_byte_seconds_total{")
 mean_flow = (integ(W[-1]) - integ(W[0])) / dt / 2
@@ -130,7 +135,7 @@ drops = sum(v for k, v in m.items() if "drops_total" in k)
 lines = [
     f"| steady state | {dt:.1f} s, {len(W)} samples |",
     f"| HRTT (largest, configured) | {hrtt*1e3:.2f} ms |",
-    f"| Th = HRTT x {bits/1e6:.0f} Mbit/s / 2 | {th/1e3:.1f} KB |",
+    f"| Th (sw2's gswitch_bfc_threshold_bytes, median; HRTT x {bits/1e6:.0f} Mbit/s / 2 = {max(hrtt*bits/8/2, 3028)/1e3:.1f} KB) | {th/1e3:.1f} KB |",
     f"| mean queue per flow (time average) | {mean_flow/1e3:.1f} KB = {mean_flow/th:.2f} Th |",
     f"| peak of any queue (watermark) | {peak/1e3:.1f} KB = {peak/th:.2f} Th |",
     f"| bar: peak <= 2 x Th + one batch (64 frames) = {(2*th+batch)/1e3:.1f} KB | {'met' if peak <= 2*th+batch else 'NOT met'} |",
