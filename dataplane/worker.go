@@ -88,7 +88,9 @@ type worker struct {
 	emitReserve  int                  // free frames only emissions may take
 	floodReserve int                  // free frames (beyond emitReserve) only flooded copies and emissions may take
 	queueLimit   int64                // most frames of this range the queues may hold
-	queued       atomic.Int64         // frames of this range in queues and lanes (any egress worker adds)
+	queued       atomic.Int64         // frames of this range in queues and lanes (any egress worker adds, once a pass)
+	qpend        []int64              // this pass's queued frames per owner worker, not yet in their queued (this worker only)
+	qpendAll     int64                // their sum, not yet in Switch.queuedFrames
 	tickers      []ticker
 	gen          uint64 // the switch's stateGen this worker has acted on
 	em           emitter
@@ -143,6 +145,7 @@ func newWorker(s *Switch, id int) (*worker, error) {
 	w.queueLimit = int64(float64(n) * s.cfg.QueueFrames)
 	w.ret = make([]*ring.SPSC[uint64], s.cfg.Workers)
 	w.outRet = make([][]uint64, s.cfg.Workers)
+	w.qpend = make([]int64, s.cfg.Workers)
 	for o := 0; o < s.cfg.Workers; o++ {
 		if o == id {
 			continue
@@ -302,6 +305,7 @@ func (w *worker) pass(now int64) bool {
 			w.flushReturn(o)
 		}
 	}
+	w.flushQueued()
 	w.publish()
 	w.passes.Add(1)
 	return work

@@ -77,8 +77,9 @@ type Queuer interface {
 	QueueOf(p *pkt.Packet) int
 }
 
-// Evictor is implemented by schedulers whose Enqueue may push out more
-// than one buffered packet for one arrival (pfabric). After Enqueue returns
+// Evictor is implemented by schedulers whose Enqueue may push out a
+// buffered packet for an arrival (pfabric), and must be by any that returns
+// queues.Evicted: the dataplane keeps the arrival aside only for them. After Enqueue returns
 // queues.Evicted with the first evicted packet in *p, the caller frees the
 // others as MoreEvicted hands them over, until it returns false.
 type Evictor interface {
