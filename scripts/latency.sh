@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# latency.sh — the latency a switch adds, beside bench.sh (issue 16): ping
+# RTT percentiles at low load between two hosts in network namespaces, in
+# one run, through
+#
+#   direct   one veth between the two hosts (no switch: the floor)
+#   bridge   the Linux bridge on the two switch ports
+#   gswitchd gswitchd with its default sleeping workers
+#   busy     gswitchd with busy_poll: true (a core spins even when idle)
+#
+# Each case sends COUNT pings (default 3000) every INTERVAL (default 2 ms)
+# and reports p50, p99, p99.9 and the largest RTT in µs, from ping's own
+# per-reply times. Offloads are off on every veth. Results and every RTT in
+# OUT (default results-latency-DATE).
+#
+#   sudo scripts/latency.sh                  # about 40 s
+#   COUNT=1000 CASES="bridge gswitchd" sudo -E scripts/latency.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+. scripts/lib/topo.sh
+COUNT=${COUNT:-3000} INTERVAL=${INTERVAL:-0.002} CASES=${CASES:-"direct bridge gswitchd busy"}
+OUT=${OUT:-results-latency-$(date +%Y%m%d-%H%M%S)}
+ID=$(topo_id lt)
+BR=${ID}br
+exp_begin "$ID" 2 10.203.0
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+DNS=${ID}d
+cleanup_extra() {
+	ip link del "$BR" 2>/dev/null || true
+	ip netns del "$DNS-a" 2>/dev/null || true
+	ip netns del "$DNS-b" 2>/dev/null || true
+}
+trap 'cleanup_extra; exp_end' EXIT
+{
+	echo "date: $(date -Is)"
+	echo "kernel: $(uname -r); cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo)"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "COUNT=$COUNT INTERVAL=$INTERVAL"
+	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$OUT/env.txt"
+
+# pings NS ADDR NAME: COUNT pings, every RTT into OUT/NAME.txt, one row.
+pings() {
+	ip netns exec "$1" ping -c 5 -i 0.01 -q "$2" >/dev/null || true # ARP, caches
+	ip netns exec "$1" ping -c "$COUNT" -i "$INTERVAL" "$2" | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' >"$OUT/$3.txt"
+	python3 - "$OUT/$3.txt" "$3" "$COUNT" <<'PY'
+import sys
+v = sorted(float(x) * 1000 for x in open(sys.argv[1]) if x.strip())
+if not v:
+    print(f"| {sys.argv[2]} | 0 of {sys.argv[3]} answered | | | | |"); sys.exit()
+q = lambda p: v[min(len(v) - 1, int(p * len(v)))]
+print(f"| {sys.argv[2]} | {len(v)} of {sys.argv[3]} | {q(0.5):.0f} | {q(0.99):.0f} | {q(0.999):.0f} | {v[-1]:.0f} |")
+PY
+}
+
+offloads() { ethtool -K "$1" tx off tso off gso off gro off >/dev/null 2>&1 || true; }
+
+echo "| path | replies | p50 µs | p99 µs | p99.9 µs | max µs |" | tee "$OUT/table.md"
+echo "|---|---|---|---|---|---|" | tee -a "$OUT/table.md"
+P1=$(topo_port "$ID" 1) P2=$(topo_port "$ID" 2)
+for c in $CASES; do
+	case $c in
+	direct)
+		ip netns add "$DNS-a"
+		ip netns add "$DNS-b"
+		ip link add "${ID}va" netns "$DNS-a" type veth peer name "${ID}vb" netns "$DNS-b"
+		for s in a b; do
+			ip -n "$DNS-$s" link set lo up
+			ip -n "$DNS-$s" link set "${ID}v$s" up
+			ip netns exec "$DNS-$s" ethtool -K "${ID}v$s" tx off tso off gso off gro off >/dev/null 2>&1 || true
+		done
+		ip -n "$DNS-a" addr add 10.204.0.1/24 dev "${ID}va"
+		ip -n "$DNS-b" addr add 10.204.0.2/24 dev "${ID}vb"
+		pings "$DNS-a" 10.204.0.2 direct | tee -a "$OUT/table.md"
+		ip netns del "$DNS-a"
+		ip netns del "$DNS-b"
+		;;
+	bridge)
+		ip link add "$BR" type bridge
+		ip link set "$BR" up
+		for p in "$P1" "$P2"; do ip link set "$p" master "$BR"; done
+		pings "$ID-h1" 10.203.0.2 bridge | tee -a "$OUT/table.md"
+		ip link del "$BR"
+		;;
+	gswitchd | busy)
+		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\nbusy_poll: %s\nmetrics: "off"\ncontrol: {socket: off}\n' \
+			"$P1" "$P2" "$([ "$c" = busy ] && echo true || echo false)" >"$WORK/gswitchd.yaml"
+		switch_start "$OUT/$c.log"
+		pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
+		switch_stop
+		;;
+	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy)" >&2; exit 1 ;;
+	esac
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
+echo "results in $OUT"
