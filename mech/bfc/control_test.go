@@ -12,30 +12,15 @@ import (
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/wire"
+	"github.com/gswitch/gswitch/wire/wiretest"
 )
 
 var neighbour = [6]byte{0x02, 0x99, 0, 0, 0, 9}
 
-func msg(t wire.Type, seq uint32, q uint16) []byte {
-	b := make([]byte, wire.MaxBFCFrameLen)
-	n, err := wire.BuildBFC(b, neighbour, wire.BFC{Type: t, Seq: seq, Switch: 9, Port: 1, Queue: q})
-	if err != nil {
-		panic(err)
-	}
-	return b[:n]
-}
+func msg(t wire.Type, seq uint32, q uint16) []byte { return wiretest.BFC(neighbour, 9, 1, t, seq, q) }
 
 func bitmap(seq uint32, nq int, set ...int) []byte {
-	bm := make([]byte, wire.BitmapLen(nq))
-	for _, q := range set {
-		wire.BitmapSet(bm, q, true)
-	}
-	b := make([]byte, wire.MaxBFCFrameLen)
-	n, err := wire.BuildBFC(b, neighbour, wire.BFC{Type: wire.TypeBFCBitmap, Seq: seq, Switch: 9, Port: 1, NQueues: uint16(nq), Bitmap: bm})
-	if err != nil {
-		panic(err)
-	}
-	return b[:n]
+	return wiretest.Bitmap(neighbour, 9, 1, seq, nq, set...)
 }
 
 // TestPausesFromTheNeighbour: PAUSE, RESUME and BITMAP from the

@@ -9,33 +9,16 @@ import (
 
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/wire"
+	"github.com/gswitch/gswitch/wire/wiretest"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
 var sw = [6]byte{0x02, 0x67, 0x73, 0, 1, 2}
 
-func frame(t wire.Type, seq uint32, q uint16) []byte {
-	b := make([]byte, wire.MaxBFCFrameLen)
-	n, err := wire.BuildBFC(b, sw, wire.BFC{Type: t, Seq: seq, Switch: 1, Port: 2, Queue: q})
-	if err != nil {
-		panic(err)
-	}
-	return b[:n]
-}
+func frame(t wire.Type, seq uint32, q uint16) []byte { return wiretest.BFC(sw, 1, 2, t, seq, q) }
 
-func bitmap(seq uint32, nq int, set ...int) []byte {
-	bm := make([]byte, wire.BitmapLen(nq))
-	for _, q := range set {
-		wire.BitmapSet(bm, q, true)
-	}
-	b := make([]byte, wire.MaxBFCFrameLen)
-	n, err := wire.BuildBFC(b, sw, wire.BFC{Type: wire.TypeBFCBitmap, Seq: seq, Switch: 1, Port: 2, NQueues: uint16(nq), Bitmap: bm})
-	if err != nil {
-		panic(err)
-	}
-	return b[:n]
-}
+func bitmap(seq uint32, nq int, set ...int) []byte { return wiretest.Bitmap(sw, 1, 2, seq, nq, set...) }
 
 // TestFlowsGetTheirOwnQueues: each flow's header carries its own queue id
 // while ids are free; ids come back when flows end; the window is capped

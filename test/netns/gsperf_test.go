@@ -146,7 +146,10 @@ func TestGsperfIncast(t *testing.T) {
 	// Watch the receiver's port while the incast runs.
 	dir := t.TempDir()
 	queues := filepath.Join(dir, "queues.json")
-	watch := exec.Command(gsperfBin, "watch", "-metrics", "http://"+sw.Metrics+"/metrics", "-interval", "5ms", "-duration", "3s", "-out", queues)
+	// The senders start together 2 s from now (starting eight processes on a
+	// loaded machine takes a while); the watch covers that and 3 s more.
+	at := time.Now().Add(2 * time.Second).UnixNano()
+	watch := exec.Command(gsperfBin, "watch", "-metrics", "http://"+sw.Metrics+"/metrics", "-interval", "5ms", "-duration", "5s", "-out", queues)
 	var wout bytes.Buffer
 	watch.Stdout, watch.Stderr = &wout, &wout
 	if err := watch.Start(); err != nil {
@@ -155,7 +158,7 @@ func TestGsperfIncast(t *testing.T) {
 	t.Cleanup(func() { watch.Process.Kill() })
 	time.Sleep(200 * time.Millisecond)
 	paths := gsperfClients(t, tp.Hosts[:8], func(int) []*Host { return tp.Hosts[8:] },
-		"-size", "64KB", "-flows", "1", "-arrivals", "burst", "-rate", "200Mbit", "-timeline", "1ms")
+		"-size", "64KB", "-flows", "1", "-arrivals", "burst", "-rate", "200Mbit", "-timeline", "1ms", "-at", fmt.Sprint(at))
 	if err := watch.Wait(); err != nil {
 		t.Fatalf("watch: %v\n%s", err, wout.String())
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -18,8 +17,6 @@ import (
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/topo"
 	"github.com/gswitch/gswitch/wire"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,36 +68,9 @@ func sfcUp(t *testing.T, tp *topo.Topology) *topo.Running {
 // "name{labels}" -> value, and histograms as name{labels} -> count.
 func sfcScrape(t *testing.T, addr string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	m, err := scrape(addr)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]float64{}
-	for name, mf := range mfs {
-		for _, s := range mf.Metric {
-			var ls []string
-			for _, l := range s.Label {
-				ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			key := name
-			if len(ls) > 0 {
-				key += "{" + strings.Join(ls, ",") + "}"
-			}
-			switch {
-			case s.Counter != nil:
-				m[key] = s.Counter.GetValue()
-			case s.Gauge != nil:
-				m[key] = s.Gauge.GetValue()
-			case s.Histogram != nil:
-				m[key] = float64(s.Histogram.GetSampleCount())
-			}
-		}
 	}
 	return m
 }

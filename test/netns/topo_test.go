@@ -282,8 +282,8 @@ func (sw *Switch) Scrape() map[string]float64 {
 	return m
 }
 
-// scrape reads a gswitchd's metrics at addr (host:port) as Scrape does;
-// safe off the test goroutine.
+// scrape reads a gswitchd's metrics at addr (host:port) as Scrape does
+// (a histogram as its count); safe off the test goroutine.
 func scrape(addr string) (map[string]float64, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -313,6 +313,8 @@ func scrape(addr string) (map[string]float64, error) {
 				m[key] = s.Gauge.GetValue()
 			case s.Untyped != nil:
 				m[key] = s.Untyped.GetValue()
+			case s.Histogram != nil:
+				m[key] = float64(s.Histogram.GetSampleCount())
 			}
 		}
 	}
