@@ -21,17 +21,24 @@ go test -count=1 -race $(go list ./... | grep -v /test/netns)
 # counts as passed once the target's seed corpus and testdata replay clean;
 # a written failing input, a panic or any other error fails.
 fuzz() {
-	local out
-	if out=$(go test -count=1 -run '^$' -fuzz "^$1\$" -fuzztime "$FUZZTIME" "$2" 2>&1); then
+	{ set +x; } 2>/dev/null
+	echo "+ fuzz $1 $2 (-fuzztime $FUZZTIME)"
+	local out rc=0
+	out=$(go test -count=1 -run '^$' -fuzz "^$1\$" -fuzztime "$FUZZTIME" "$2" 2>&1) || rc=$?
+	if [ "$rc" = 0 ]; then
 		echo "$out" | tail -n 2
+		set -x
 		return 0
 	fi
-	echo "$out"
 	if grep -q 'context deadline exceeded' <<<"$out" && ! grep -q -e 'Failing input written' -e 'panic:' <<<"$out"; then
-		echo "fuzz $1: the fuzz coordinator stopped on its deadline without a failing input; replaying the corpus"
+		echo "$out" | grep -v -e '^--- FAIL' -e '^FAIL' -e '^exit status' -e 'context deadline exceeded' | tail -n 3
+		echo "fuzz $1: Go's fuzz coordinator stopped on its -fuzztime deadline with no failing input (its deadline race); replaying the corpus"
+		set -x
 		go test -count=1 -run "^$1\$" "$2"
 		return
 	fi
+	echo "$out"
+	set -x
 	return 1
 }
 fuzz FuzzParse ./pkt
