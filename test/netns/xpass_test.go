@@ -483,7 +483,7 @@ func xpIncast(t *testing.T, n int) {
 	}
 }
 
-func TestXPassIncast8(t *testing.T)  { xpIncast(t, 8) }
+func TestXPassIncast8(t *testing.T) { xpIncast(t, 8) }
 func TestXPassIncast16(t *testing.T) {
 	if os.Getenv("GSWITCH_XPASS_KNOWN_FAILURES") == "" {
 		// Measured on the 2-core machine, quiet: zero data drops and Jain
