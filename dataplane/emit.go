@@ -114,7 +114,7 @@ func (w *worker) emitFail(port int, kind uint8) {
 }
 
 // routeEmitted chooses the port for a frame the switch built to be routed
-// like any packet (an SFC BTS toward the sender): on an L3 switch by its
+// like any packet (a frame back toward a sender): on an L3 switch by its
 // IPv4 destination (route, next hop, neighbour; the frame's MACs are set
 // for the hop), else by its destination MAC in the learning table. A frame
 // with no known way out is not flooded.

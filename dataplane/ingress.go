@@ -70,8 +70,9 @@ func (w *worker) ingress(in int, n int, now int64) {
 }
 
 // Scope of gswitch control message types (package wire): link-local types
-// (BFC) are never forwarded; of the routed ones, hosts may send only
-// ExpressPass's (credits, requests, stops), not SFC's back-to-sender frames.
+// are never forwarded; of the routed ones, hosts may send only
+// the types wire marks as sent by hosts (credits, requests, stops), not
+// switch-to-sender frames.
 func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLocal }
 func gcFromHost(t uint8) bool  { return wire.Type(t).FromHost() }
 

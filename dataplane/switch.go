@@ -49,7 +49,7 @@ type PortConfig struct {
 	BufferBytes uint64           // the port's egress buffer limit in bytes
 	MaxPackets  int              // the port's egress packet limit; 0 = min(BufferBytes/128, 8192)
 	Scheduler   string           // registered scheduler name; "" = fifo
-	Queues      int              // egress queues (0 = 32; fifo and pfabric use one)
+	Queues      int              // egress queues (0 = 32; single-queue schedulers use one)
 	QueueBytes  uint64           // static per-queue limit (0 = BufferBytes)
 	Quantum     int              // DRR/SFQ quantum (0 = 1514)
 	Classify    sched.Classifier

@@ -52,7 +52,7 @@ var (
 	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority (rsp) scheduler.", "port")
 	dUp         = desc("port_up", "1 while the port's interface is up.", "port")
 	dCtlRx      = desc("control_received_total", "Control messages of the mechanisms (gswitch control header) received on the port, by type, forged ones included.", "port", "kind")
-	dForged     = desc("control_forged_total", "Control messages of a type only switches send (BFC pauses, SFC back-to-sender frames) that arrived on a host port and were dropped as forged, by type.", "port", "kind")
+	dForged     = desc("control_forged_total", "Control messages of a type only switches send (a mechanism's switch-to-switch or switch-to-sender frames) that arrived on a host port and were dropped as forged, by type.", "port", "kind")
 	dEmitted    = desc("emitted_total", "Frames the switch built and queued on the port, by kind.", "port", "kind")
 	dUnrouted   = desc("emit_unrouted_total", "Frames the switch built to be routed (such as a BTS back to its sender) that found no route, neighbour or learnt port, by kind.", "kind")
 	dEmitFailed = desc("emit_failed_total", "Frames the switch meant to emit on the port but could not (no frame free, lane full, port down), by kind.", "port", "kind")
@@ -197,7 +197,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // KindName names a gswitch control message type for the kind label
-// (bfc_pause, sfc_bts, xp_credit, ...).
+// (the wire package's type names).
 func KindName(t uint8) string {
 	switch t {
 	case 0:

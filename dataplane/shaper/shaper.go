@@ -7,7 +7,7 @@
 // 60-byte Ethernet minimum, plus Overhead (preamble, start delimiter, FCS
 // and inter-frame gap, 24 bytes), so a port shaped to 100 Mbit/s carries
 // what a 100 Mbit/s Ethernet link would, and a minimum frame costs 84 bytes
-// (ExpressPass's credit/data ratio, 84/(84+1538), holds exactly). The
+// (a ratio of wire sizes such as 84/(84+1538) holds exactly). The
 // bucket holds at most Burst bytes. A frame may leave when the bucket is not
 // in debt; it then takes its whole cost, possibly driving the bucket
 // negative. So the shaper never needs to know the next frame's size in
@@ -138,7 +138,7 @@ func (b *Bucket) Adjust(delta int64) {
 // ReadyFor reports whether a frame of frameLen bytes may leave at now
 // without driving the bucket into debt: the bucket holds at least its
 // WireBytes. A meter that must never let more than its depth through at
-// once (the credit lane: ns-2's XPassDropTail sends a credit only when
+// once (the credit lane: a credit leaves only when
 // tokens >= its size) asks this instead of Ready.
 func (b *Bucket) ReadyFor(now int64, frameLen uint32) bool {
 	if b.rate == 0 {
