@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -118,6 +120,7 @@ func Run(p Plan) ([]results.Flow, error) {
 	recs := make([]results.Flow, p.Flows)
 	var wg sync.WaitGroup
 	var done atomic.Int64
+	var active atomic.Int32 // flows running
 	if d := time.Until(p.StartAt); d > 0 {
 		time.Sleep(d)
 	}
@@ -134,10 +137,12 @@ func Run(p Plan) ([]results.Flow, error) {
 		wg.Add(1)
 		go func(r *results.Flow) {
 			defer wg.Done()
+			active.Add(1)
+			defer active.Add(-1)
 			if p.Mode == transport.XPass {
 				runXPFlow(r, p, start) // credits pace the flow: no window, no pacer
 			} else {
-				runFlow(cfg, r, p, start, pacer)
+				runFlow(cfg, r, p, start, pacer, &active)
 			}
 			if p.Progress != nil {
 				p.Progress(int(done.Add(1)), p.Flows)
@@ -154,7 +159,10 @@ func Run(p Plan) ([]results.Flow, error) {
 	return recs, nil
 }
 
-func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, pacer *transport.Pacer) {
+// rawWaitMax bounds a flow's wait in a raw ppoll (runFlow).
+const rawWaitMax = 10 * time.Millisecond
+
+func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, pacer *transport.Pacer, active *atomic.Int32) {
 	raddr, err := net.ResolveUDPAddr("udp", r.Dst)
 	if err != nil {
 		return
@@ -242,6 +250,23 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 		// longer ones use the runtime's poller, which holds no thread, so
 		// hundreds of concurrent flows wait cheaply (a client of many flows
 		// all blocking in ppoll did worse on the web-search workload).
+		//
+		// While the client has fewer flows than Ps, a flow waits up to
+		// rawWaitMax in ppoll as a raw system call, which keeps its P: the
+		// runtime neither hands the P to another thread nor wakes its
+		// monitor every 20 µs to look, which a blocking ppoll or a poller
+		// wait costs on every pacing gap. Sixteen paced clients of one flow
+		// each spent more than the two cores of a test machine switching
+		// threads that way (docs/results.md, gsperf). A signal (the
+		// runtime's preemption, a stop-the-world) ends the raw wait early.
+		if wait < rawWaitMax && int(active.Load()) < runtime.GOMAXPROCS(0) {
+			ts := unix.NsecToTimespec(int64(max(wait, 0)))
+			raw.Control(func(fd uintptr) {
+				pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+			})
+			continue
+		}
 		if wait < time.Millisecond {
 			ts := unix.NsecToTimespec(int64(max(wait, 0)))
 			raw.Control(func(fd uintptr) {

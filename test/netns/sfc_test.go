@@ -284,10 +284,11 @@ func TestSFCIncastHalvesThePeakBuffer(t *testing.T) {
 	off := run("off")
 	on := run("ingress_cache")
 	if off < 2*on {
-		// About one run in ten here (and one of three ingress-only runs of
-		// scripts/experiments/sfc-incast.sh) the pauses do not hold the
-		// queue: the senders got a handful of BTS instead of hundreds. Not
-		// yet explained (docs/results.md, SFC); the scenario gets a second run.
+		// About one run in ten (before gsperf's raw waits) the pauses did not
+		// hold the queue: the 16 senders took both cores as the incast began,
+		// the switches' frames waited in their receive rings, and reached
+		// sw2's queue after the senders were done (docs/results.md, SFC).
+		// The scenario gets a second run in case a busy machine does it again.
 		t.Logf("peak buffer without SFC %.0f KB, with SFC %.0f KB: not 2x lower; once more", off/1000, on/1000)
 		on = run("ingress_cache")
 	}
