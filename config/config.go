@@ -43,6 +43,12 @@ type Config struct {
 	BusyPoll bool `yaml:"busy_poll"`
 	// Spin is how long an idle worker polls before it sleeps, e.g. 50us.
 	Spin string `yaml:"spin"`
+	// CPUs pins the workers: worker i runs on CPU CPUs[i mod len(CPUs)].
+	// Empty: the kernel places them. A worker that sleeps and is woken on
+	// an idle CPU waits for that CPU to come out of its idle state, which
+	// in some virtual machines costs tens of microseconds a wake-up
+	// (docs/results.md, Latency at low load).
+	CPUs []int `yaml:"cpus"`
 	// Buffer is the packet buffer all egress queues share, e.g. 16MB (default: half the UMEM).
 	Buffer string `yaml:"buffer"`
 	// Alpha is the dynamic threshold factor: a queue may hold Alpha x the free buffer (default 1; 0 turns it off).
@@ -295,6 +301,14 @@ func (c *Config) validate() error {
 	}
 	if c.Workers < 0 || c.Workers > 256 {
 		return fmt.Errorf("workers: %d out of range (0 = half the CPUs, up to 256)", c.Workers)
+	}
+	if len(c.CPUs) > 256 {
+		return fmt.Errorf("cpus: %d entries, at most 256 (one per worker)", len(c.CPUs))
+	}
+	for i, cpu := range c.CPUs {
+		if cpu < 0 || cpu >= 8192 {
+			return fmt.Errorf("cpus[%d]: %d is not a CPU number (0 up to the machine's last CPU)", i, cpu)
+		}
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = DefaultFrameSize

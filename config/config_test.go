@@ -55,6 +55,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		"ports: [{interface: a}]\nmac_table: {agin: 1s}":            `unknown key "agin" in mac_table`,
 		"ports: [{interface: a}]\nworkers: -1":                      "workers",
 		"ports: [{interface: a}]\nspin: forever":                    "spin",
+		"ports: [{interface: a}]\ncpus: [0, -1]":                    "cpus[1]",
 		"ports: {interface: a}":                                     "config:",
 		"":                                                          "empty config",
 		"ports: [":                                                  "not valid YAML",

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -79,6 +80,7 @@ type Config struct {
 	FillTarget   int           // frames to keep on each fill ring; 0 = automatic
 	BusyPoll     bool          // never sleep
 	SpinTime     time.Duration // how long an idle worker polls before sleeping; 0 = 50 µs
+	CPUs         []int         // worker i runs on CPUs[i mod len]; empty: anywhere
 	SharedBuffer uint64        // bytes of the buffer all egress queues share; 0 = half the UMEM
 	Alpha        float64       // dynamic threshold: a queue may take Alpha x the free buffer; 0 = off (gswitchd's config defaults to 1)
 	QueueFrames  float64       // fraction of each worker's UMEM frames the queues may hold (0 = 0.5)
@@ -246,6 +248,17 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		nlinks += len(l)
 	}
 	cfg.Workers = min(cfg.Workers, nlinks)
+	if len(cfg.CPUs) > 0 {
+		var allowed unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+			return nil, fmt.Errorf("cpus: reading the CPUs this process may use: %w", err)
+		}
+		for i, c := range cfg.CPUs {
+			if c < 0 || c >= 1024 || !allowed.IsSet(c) {
+				return nil, fmt.Errorf("cpus[%d]: CPU %d is not one this process may run on (it may use %s); list CPUs from that set", i, c, cpuList(&allowed))
+			}
+		}
+	}
 	if cfg.SwitchID == 0 {
 		cfg.SwitchID = 1
 	}
@@ -677,9 +690,12 @@ func (s *Switch) owner(addr uint64) int {
 // with Start.
 func (s *Switch) Step(w int) bool { return s.workers[w].pass(s.clock.Now()) }
 
-// Start runs every worker on its own goroutine, locked to an OS thread.
-func (s *Switch) Start() {
+// Start runs every worker on its own goroutine, locked to an OS thread
+// (pinned to its CPU when Config.CPUs says so). An error (a worker could
+// not be pinned) leaves the other workers running: Stop them.
+func (s *Switch) Start() error {
 	s.started = true
+	pinned := make(chan error, len(s.workers))
 	for _, w := range s.workers {
 		s.wg.Add(1)
 		go func(w *worker) {
@@ -689,9 +705,24 @@ func (s *Switch) Start() {
 			// Wake from ppoll when asked, not up to 50 us later (the kernel's
 			// default timer slack): link delays and shaped frames are timed by it.
 			unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+			if cpus := s.cfg.CPUs; len(cpus) > 0 {
+				cpu := cpus[w.id%len(cpus)]
+				var set unix.CPUSet
+				set.Set(cpu)
+				if err := unix.SchedSetaffinity(0, &set); err != nil {
+					pinned <- fmt.Errorf("cpus: pinning worker %d to CPU %d: %w", w.id, cpu, err)
+					return
+				}
+			}
+			pinned <- nil
 			w.run()
 		}(w)
 	}
+	var err error
+	for range s.workers {
+		err = cmp.Or(err, <-pinned)
+	}
+	return err
 }
 
 // Stop stops the workers and waits for them. Frames still queued stay
@@ -853,3 +884,26 @@ func (s *Switch) WorkerStats(w int) WorkerStats {
 }
 
 var _ mech.Switch = (*Switch)(nil)
+
+// cpuList writes a CPU set as a list such as "0-3,6".
+func cpuList(set *unix.CPUSet) string {
+	var b []byte
+	for c := 0; c < 1024; c++ {
+		if !set.IsSet(c) {
+			continue
+		}
+		e := c
+		for e+1 < 1024 && set.IsSet(e+1) {
+			e++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "%d", c)
+		if e > c {
+			b = fmt.Appendf(b, "-%d", e)
+		}
+		c = e
+	}
+	return string(b)
+}

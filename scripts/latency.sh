@@ -7,6 +7,8 @@
 #   bridge   the Linux bridge on the two switch ports
 #   gswitchd gswitchd with its default sleeping workers
 #   busy     gswitchd with busy_poll: true (a core spins even when idle)
+#   pinned   gswitchd with its worker pinned to CPU 0 (cpus: [0]) and ping
+#            under taskset -c 0, so no wake-up has to rouse the other CPU
 #
 # Each case sends COUNT pings (default 3000) every INTERVAL (default 2 ms)
 # and reports p50, p99, p99.9 and the largest RTT in µs, from ping's own
@@ -19,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 . scripts/lib/topo.sh
-COUNT=${COUNT:-3000} INTERVAL=${INTERVAL:-0.002} CASES=${CASES:-"direct bridge gswitchd busy"}
+COUNT=${COUNT:-3000} INTERVAL=${INTERVAL:-0.002} CASES=${CASES:-"direct bridge gswitchd busy pinned"}
 OUT=${OUT:-results-latency-$(date +%Y%m%d-%H%M%S)}
 ID=$(topo_id lt)
 BR=${ID}br
@@ -41,10 +43,11 @@ trap 'cleanup_extra; exp_end' EXIT
 	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/env.txt"
 
-# pings NS ADDR NAME: COUNT pings, every RTT into OUT/NAME.txt, one row.
+# pings NS ADDR NAME: COUNT pings, every RTT into OUT/NAME.txt, one row
+# (PING_PREFIX runs ping under a command, such as taskset).
 pings() {
 	ip netns exec "$1" ping -c 5 -i 0.01 -q "$2" >/dev/null || true # ARP, caches
-	ip netns exec "$1" ping -c "$COUNT" -i "$INTERVAL" "$2" | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' >"$OUT/$3.txt"
+	ip netns exec "$1" ${PING_PREFIX:-} ping -c "$COUNT" -i "$INTERVAL" "$2" | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' >"$OUT/$3.txt"
 	python3 - "$OUT/$3.txt" "$3" "$COUNT" <<'PY'
 import sys
 v = sorted(float(x) * 1000 for x in open(sys.argv[1]) if x.strip())
@@ -84,6 +87,13 @@ for c in $CASES; do
 		pings "$ID-h1" 10.203.0.2 bridge | tee -a "$OUT/table.md"
 		ip link del "$BR"
 		;;
+	pinned)
+		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\ncpus: [0]\nmetrics: "off"\ncontrol: {socket: off}\n' \
+			"$P1" "$P2" >"$WORK/gswitchd.yaml"
+		switch_start "$OUT/$c.log"
+		PING_PREFIX="taskset -c 0" pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
+		switch_stop
+		;;
 	gswitchd | busy)
 		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\nbusy_poll: %s\nmetrics: "off"\ncontrol: {socket: off}\n' \
 			"$P1" "$P2" "$([ "$c" = busy ] && echo true || echo false)" >"$WORK/gswitchd.yaml"
@@ -91,7 +101,7 @@ for c in $CASES; do
 		pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
 		switch_stop
 		;;
-	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy)" >&2; exit 1 ;;
+	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned)" >&2; exit 1 ;;
 	esac
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"

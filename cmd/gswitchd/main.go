@@ -164,7 +164,7 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	dcfg := dataplane.Config{
 		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
 		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHoldDur,
-		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue,
+		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue, CPUs: cfg.CPUs,
 	}
 	for _, r := range cfg.RouteTable {
 		lr := l3.Route{Prefix: r.Prefix}
@@ -271,7 +271,13 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	sw.Start()
+	if err := sw.Start(); err != nil {
+		sw.Stop()
+		return err
+	}
+	if len(cfg.CPUs) > 0 {
+		log.Printf("workers pinned to CPUs %v (worker i on cpus[i mod %d])", cfg.CPUs, len(cfg.CPUs))
+	}
 	if ctl != nil {
 		go ctl.Serve()
 		log.Printf("control socket %s (gswitchctl -s %s)", ctl.Path(), ctl.Path())

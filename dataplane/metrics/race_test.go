@@ -100,7 +100,9 @@ func TestStartTrafficScrapeStop(t *testing.T) {
 			reg.MustRegister(c)
 		}
 	}
-	sw.Start()
+	if err := sw.Start(); err != nil {
+		t.Fatal(err)
+	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var sent, scrapes atomic.Int64

@@ -1,0 +1,65 @@
+package dataplane
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestWorkersPinnedToCPUs: with Config.CPUs, every worker's thread runs on
+// its CPU only (worker i on CPUs[i mod len]), and a CPU the process may not
+// use is refused by New, naming the entry.
+func TestWorkersPinnedToCPUs(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	if allowed.Count() < 2 {
+		t.Skip("this process may use one CPU only: a pinned thread looks like any other")
+	}
+	cpu := -1
+	for c := 0; c < 1024; c++ {
+		if allowed.IsSet(c) {
+			cpu = c
+		}
+	}
+	pinned := func() int { // threads of this process allowed on cpu alone
+		n := 0
+		tasks, _ := filepath.Glob("/proc/self/task/*/status")
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) == fmt.Sprint(cpu) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	before := pinned()
+	s, _, _ := testSwitch(t, 2, 2, 1024, func(c *Config) { c.CPUs = []int{cpu} })
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	if got := pinned() - before; got != 2 {
+		t.Fatalf("%d threads pinned to CPU %d after starting two workers with cpus [%d], want 2", got, cpu, cpu)
+	}
+
+	mem := make([]byte, 256*frameSize)
+	ml := NewMemLink(mem, frameSize, 64)
+	_, err := New(Config{Ports: []PortConfig{{Name: "a"}}, CPUs: []int{cpu, 1023}}, mem, frameSize, [][]Link{{ml}})
+	if allowed.IsSet(1023) {
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "cpus[1]") {
+		t.Fatalf("CPU 1023 accepted or not named: %v", err)
+	}
+}
