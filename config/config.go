@@ -127,9 +127,9 @@ type Port struct {
 	Burst string `yaml:"burst"`
 	// Buffer is the egress buffer in bytes, e.g. 1MB.
 	Buffer string `yaml:"buffer"`
-	// Scheduler is the egress scheduler: fifo, prio, drr, sfq, rsp or pfabric.
+	// Scheduler is the egress scheduler, one registered in package sched (default fifo).
 	Scheduler string `yaml:"scheduler"`
-	// Queues is the number of egress queues (default 32; fifo and pfabric use one).
+	// Queues is the number of egress queues (default 32; one-queue schedulers use one).
 	Queues int `yaml:"queues"`
 	// QueueBuffer is each egress queue's static limit, e.g. 256KB (default: the port's buffer).
 	QueueBuffer string `yaml:"queue_buffer"`
@@ -149,7 +149,8 @@ type Port struct {
 	// MAC is the port's own address, the source of frames the switch emits
 	// (default: the interface's MAC).
 	MAC string `yaml:"mac"`
-	// RTT is the port's base round-trip time, for pfabric's default buffer of two BDPs (default 200us).
+	// RTT is the port's base round-trip time (default 200us), for schedulers
+	// whose default buffer is sized by it.
 	RTT string `yaml:"rtt"`
 	// Addr makes the port an L3 (routed) port: the switch's addresses on
 	// the port's subnets, e.g. [10.1.1.254/24]. It answers ARP (and ping)
@@ -162,9 +163,9 @@ type Port struct {
 	// other end cannot delay what it sends (a host): frames received are held
 	// that long before the pipeline sees them.
 	RxDelay string `yaml:"rx_delay"`
-	// Mechanisms enables congestion-control mechanisms on the port, each with
-	// its own keys, e.g. {afq: {bytes_per_round: 1514}}; their hooks run in
-	// the order listed.
+	// Mechanisms enables congestion-control mechanisms on the port, each by
+	// its registered name with its own keys, {NAME: {KEY: VALUE}}; their
+	// hooks run in the order listed.
 	Mechanisms yaml.Node `yaml:"mechanisms"`
 
 	RTTDur           time.Duration    `yaml:"-"`
@@ -469,9 +470,8 @@ func (c *Config) validate() error {
 		if p.RTTDur, err = units.ParseDuration(p.RTT, 200*time.Microsecond); err != nil {
 			return fmt.Errorf("%s.rtt: %w", f, err)
 		}
-		if p.Scheduler == "pfabric" && p.Buffer == "" && p.RateBits > 0 {
-			// Two bandwidth-delay products, at least 16 full frames.
-			p.BufferBytes = max(uint64(2*float64(p.RateBits)/8*p.RTTDur.Seconds()), 16*1514)
+		if spec.DefaultBuffer != nil && p.Buffer == "" && p.RateBits > 0 {
+			p.BufferBytes = spec.DefaultBuffer(p.RateBits, p.RTTDur)
 		}
 		if p.RoleValue, err = mech.ParseRole(p.Role); err != nil {
 			return fmt.Errorf("%s.role: %w", f, err)
@@ -671,7 +671,7 @@ func decodeMechanisms(n *yaml.Node, path string, info mech.PortInfo) ([]Mechanis
 		return nil, nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: line %d: a mapping of mechanism names to their settings, e.g. {afq: {bytes_per_round: 1514}}", path, n.Line)
+		return nil, fmt.Errorf("%s: line %d: a mapping of mechanism names (%s) to their settings, each a mapping of that mechanism's keys (configs/reference.yaml) or {}", path, n.Line, strings.Join(mech.Names(), ", "))
 	}
 	var out []Mechanism
 	for i := 0; i+1 < len(n.Content); i += 2 {

@@ -3,13 +3,21 @@ package sched
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
 
 func init() {
-	Register(Spec{Name: "pfabric", New: newPFabric, Rank: true, OneQueue: true, Summary: "pFabric's priority queue: best rank first, earliest packet of that flow; when full, evicts the worst ranked (ranks come from the pfabric mechanism)"})
+	Register(Spec{Name: "pfabric", New: newPFabric, Rank: true, OneQueue: true, DefaultBuffer: pfabricBuffer,
+		Summary: "pFabric's priority queue: best rank first, earliest packet of that flow; when full, evicts the worst ranked (ranks come from the pfabric mechanism)"})
+}
+
+// pfabricBuffer is pFabric's small buffer: two bandwidth-delay products,
+// at least 16 full frames.
+func pfabricBuffer(rateBits uint64, rtt time.Duration) uint64 {
+	return max(uint64(2*float64(rateBits)/8*rtt.Seconds()), 16*1514)
 }
 
 // PFabric is the switch side of pFabric (Alizadeh et al., section 4.1): one

@@ -35,6 +35,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
@@ -117,6 +118,10 @@ type Spec struct {
 	// OneQueue says the scheduler has a single queue whatever the config's
 	// queues: key says.
 	OneQueue bool
+	// DefaultBuffer, if set, is the port buffer (bytes) the scheduler wants
+	// when the config gives none, from the port's rate (bits/s, > 0) and
+	// base RTT; a port without a rate keeps the switch's default.
+	DefaultBuffer func(rateBits uint64, rtt time.Duration) uint64
 }
 
 var registry = map[string]Spec{}
