@@ -259,19 +259,15 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 		// each spent more than the two cores of a test machine switching
 		// threads that way (docs/results.md, gsperf). A signal (the
 		// runtime's preemption, a stop-the-world) ends the raw wait early.
-		if wait < rawWaitMax && int(active.Load()) < runtime.GOMAXPROCS(0) {
+		if hold := wait < rawWaitMax && int(active.Load()) < runtime.GOMAXPROCS(0); hold || wait < time.Millisecond {
 			ts := unix.NsecToTimespec(int64(max(wait, 0)))
 			raw.Control(func(fd uintptr) {
 				pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-				unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-			})
-			continue
-		}
-		if wait < time.Millisecond {
-			ts := unix.NsecToTimespec(int64(max(wait, 0)))
-			raw.Control(func(fd uintptr) {
-				pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-				unix.Ppoll(pfd[:], &ts, nil)
+				if hold {
+					unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+				} else {
+					unix.Ppoll(pfd[:], &ts, nil)
+				}
 			})
 			continue
 		}
