@@ -58,9 +58,35 @@ type Port struct {
 }
 
 // Load loads a fresh copy of the program and its XSKMAP into the kernel.
-func Load() (*Port, error) {
+func Load() (*Port, error) { return LoadWith(Options{}) }
+
+// Options choose how the program is loaded.
+type Options struct {
+	// Frags loads the program as one that handles multi-buffer frames
+	// (BPF_F_XDP_HAS_FRAGS, Linux 5.18+). An interface whose MTU makes
+	// frames longer than a page takes only such a program in native mode
+	// (veth refuses the others). The program reads no packet data, so
+	// frames in several buffers need nothing else of it; the AF_XDP socket
+	// takes them as chains when bound with XDP_USE_SG.
+	Frags bool
+}
+
+// LoadWith loads a fresh copy of the program and its XSKMAP with opts.
+func LoadWith(opts Options) (*Port, error) {
+	spec, err := loadXdp()
+	if err != nil {
+		return nil, fmt.Errorf("loading XDP program: %w", err)
+	}
+	if opts.Frags {
+		for _, ps := range spec.Programs {
+			ps.Flags |= unix.BPF_F_XDP_HAS_FRAGS
+		}
+	}
 	p := &Port{}
-	if err := loadXdpObjects(&p.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		if opts.Frags {
+			return nil, fmt.Errorf("loading XDP program for multi-buffer frames (needs Linux 5.18 or later): %w", err)
+		}
 		return nil, fmt.Errorf("loading XDP program: %w", err)
 	}
 	return p, nil

@@ -202,6 +202,9 @@ func (w *worker) serve(p *Port, now int64) bool {
 	}
 	p.flushed = false
 	txRoom := min(p.txLink.TxFree(), BatchSize)
+	if w.s.sg {
+		txRoom = min(p.txLink.TxFree()/int(w.s.slotChunks), BatchSize) // a frame may take a descriptor per UMEM frame of a slot
+	}
 	n := 0
 	var bytes uint64
 	// Frames on the wire (the link's delay) that are due leave first.
@@ -299,7 +302,11 @@ func (w *worker) serve(p *Port, now int64) bool {
 				w.mirror(p, CaptureTx, w.s.mem[d.Addr:d.Addr+uint64(d.Len)], now)
 			}
 		}
-		p.txLink.Transmit(p.txDescs[:n]) // takes all n: room was checked
+		if w.s.sg {
+			p.txLink.Transmit(w.splitTx(p.txDescs[:n])) // takes them all: room was checked for whole slots
+		} else {
+			p.txLink.Transmit(p.txDescs[:n]) // takes all n: room was checked
+		}
 		p.txOutstanding.Add(int64(n))
 		c := &w.ctr[p.Index]
 		c.txPackets.Add(uint64(n))

@@ -31,7 +31,7 @@ func (w *worker) ingress(in int, n int, now int64) {
 			c.drops[pkt.ReasonBadDesc].Add(1) // not a frame of ours: nothing to free
 			continue
 		}
-		if d.Len == 0 || d.Addr+uint64(d.Len) > (d.Addr|(s.frameSize-1))+1 {
+		if d.Len == 0 || d.Addr+uint64(d.Len) > s.frameEnd(d.Addr) {
 			c.drops[pkt.ReasonBadDesc].Add(1)
 			w.release(d.Addr)
 			continue
@@ -218,7 +218,7 @@ func (w *worker) floodPacket(p *pkt.Packet) {
 	}
 	frame := s.mem[p.Addr : p.Addr+uint64(p.Len)]
 	for _, out := range w.flood[:k-1] {
-		base, ok := w.alloc(w.emitReserve)
+		base, ok := w.allocFor(p.Len, w.emitReserve)
 		if !ok {
 			w.ctr[out].drops[pkt.ReasonNoFrames].Add(1)
 			continue

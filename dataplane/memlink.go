@@ -1,6 +1,9 @@
 package dataplane
 
-import "github.com/gswitch/gswitch/dataplane/afxdp"
+import (
+	"github.com/gswitch/gswitch/dataplane/afxdp"
+	"golang.org/x/sys/unix"
+)
 
 // MemLink is an in-memory Link over a UMEM byte slice, for tests and
 // benchmarks: Inject plays the wire delivering a frame, and Sent holds what
@@ -27,6 +30,14 @@ type MemLink struct {
 	SentCount int
 	// Dropped counts frames Inject could not deliver (empty fill ring or full rx ring).
 	Dropped int
+	// SG makes the link deliver and take frames longer than a UMEM frame
+	// as multi-buffer chains, as a socket bound with XDP_USE_SG does.
+	SG bool
+	// Invalid counts tx descriptors the kernel would refuse (a buffer that
+	// crosses its UMEM frame, or a chain on a link without SG); like the
+	// kernel, the link neither sends nor completes them.
+	Invalid int
+	chain   []byte // a tx chain being gathered by Kick
 }
 
 // NewMemLink returns a link over mem with the given ring sizes.
@@ -38,16 +49,30 @@ func NewMemLink(mem []byte, frameSize uint32, ringSize int) *MemLink {
 
 // Inject delivers frame as if it arrived on the wire. It reports false (and
 // counts a drop) when the switch has given the link no frame to receive into.
+//
+// With SG, a frame longer than a UMEM frame holds after the headroom
+// arrives as a chain of buffers, each as long as a UMEM frame holds, all
+// but the last flagged XDP_PKT_CONTD (the kernel's copy mode); it needs a
+// fill-ring frame and an rx slot per buffer.
 func (l *MemLink) Inject(frame []byte) bool {
-	if len(l.fill) == 0 || len(l.rx) == l.rxCap || uint64(len(frame))+256 > l.frameSize {
+	room := l.frameSize - 256 // XDP_PACKET_HEADROOM, as the kernel leaves it in copy mode
+	nb := max(1, (len(frame)+int(room)-1)/int(room))
+	if len(frame) == 0 || len(l.fill) < nb || len(l.rx)+nb > l.rxCap || (nb > 1 && !l.SG) {
 		l.Dropped++
 		return false
 	}
-	base := l.fill[0] &^ (l.frameSize - 1)
-	l.fill = l.fill[:copy(l.fill, l.fill[1:])]
-	addr := base + 256 // XDP_PACKET_HEADROOM, as the kernel leaves it in copy mode
-	copy(l.mem[addr:], frame)
-	l.rx = append(l.rx, afxdp.Desc{Addr: addr, Len: uint32(len(frame))})
+	for i := 0; i < nb; i++ {
+		base := l.fill[0] &^ (l.frameSize - 1)
+		l.fill = l.fill[:copy(l.fill, l.fill[1:])]
+		addr := base + 256
+		part := frame[min(len(frame), i*int(room)):min(len(frame), (i+1)*int(room))]
+		copy(l.mem[addr:], part)
+		d := afxdp.Desc{Addr: addr, Len: uint32(len(part))}
+		if i < nb-1 {
+			d.Options = unix.XDP_PKT_CONTD
+		}
+		l.rx = append(l.rx, d)
+	}
 	return true
 }
 
@@ -76,11 +101,21 @@ func (l *MemLink) Transmit(descs []afxdp.Desc) int {
 
 func (l *MemLink) Kick() {
 	for _, d := range l.tx {
+		more := d.Options&unix.XDP_PKT_CONTD != 0
+		if d.Len == 0 || d.Addr+uint64(d.Len) > (d.Addr|(l.frameSize-1))+1 || (more && !l.SG) {
+			l.Invalid++
+			continue
+		}
+		l.chain = append(l.chain, l.mem[d.Addr:d.Addr+uint64(d.Len)]...)
+		l.comp = append(l.comp, d.Addr)
+		if more {
+			continue
+		}
 		if l.Record {
-			l.Sent = append(l.Sent, append([]byte(nil), l.mem[d.Addr:d.Addr+uint64(d.Len)]...))
+			l.Sent = append(l.Sent, append([]byte(nil), l.chain...))
 		}
 		l.SentCount++
-		l.comp = append(l.comp, d.Addr)
+		l.chain = l.chain[:0]
 	}
 	l.tx = l.tx[:0]
 }

@@ -84,8 +84,16 @@ type Config struct {
 	SharedBuffer uint64        // bytes of the buffer all egress queues share; 0 = half the UMEM
 	Alpha        float64       // dynamic threshold: a queue may take Alpha x the free buffer; 0 = off (gswitchd's config defaults to 1)
 	QueueFrames  float64       // fraction of each worker's UMEM frames the queues may hold (0 = 0.5)
-	Clock        Clock         // nil = monotonic time
-	L3           L3            // routes and neighbours of the L3 ports
+	// MaxFrame is the longest frame (Ethernet header to payload end, no FCS)
+	// the ports must carry; 0 = what one UMEM frame holds. Longer than that,
+	// the switch receives and sends frames as AF_XDP multi-buffer chains
+	// (the links must be bound with XDP_USE_SG) and keeps each whole in a
+	// jumbo slot: JumboSlots runs of contiguous UMEM frames, taken from the
+	// top of each worker's range (see doc.go, "Jumbo frames").
+	MaxFrame   int
+	JumboSlots int   // 0 = a quarter of the UMEM's memory
+	Clock      Clock // nil = monotonic time
+	L3         L3    // routes and neighbours of the L3 ports
 }
 
 // Port is one switch port: its sockets (one per rx queue) and its egress.
@@ -214,6 +222,10 @@ type Switch struct {
 	control      [256]mech.ControlHook // handler of each GC type, if a mechanism of this switch claims it
 	stateGen     atomic.Uint64         // bumped when a port goes down or up
 	frameLimit   int64                 // frames all data queues together may hold (the workers' queueLimits)
+	sg           bool                  // frames longer than a UMEM frame arrive and leave as multi-buffer chains (Config.MaxFrame)
+	slotChunks   uint64                // UMEM frames per jumbo slot (sg only)
+	slotBytes    uint64                // slotChunks x frameSize
+	slotsPer     uint64                // jumbo slots per worker
 	queuedFrames atomic.Int64          // frames in all data queues
 	stopping     atomic.Bool
 	wg           sync.WaitGroup
@@ -291,6 +303,9 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	s.perWorker = s.numFrames / uint32(cfg.Workers)
 	if s.perWorker < 8*BatchSize {
 		return nil, fmt.Errorf("%d frames are too few for %d workers (need %d each)", s.numFrames, cfg.Workers, 8*BatchSize)
+	}
+	if err := s.sizeJumbo(); err != nil {
+		return nil, err
 	}
 	var err error
 	if cfg.MACPortLimit == 0 {
@@ -676,6 +691,63 @@ func (s *Switch) AttachPort(port int, links []Link) error {
 	return nil
 }
 
+// sizeJumbo sets up jumbo slots when Config.MaxFrame exceeds what one
+// UMEM frame holds after its headroom.
+func (s *Switch) sizeJumbo() error {
+	mf := s.cfg.MaxFrame
+	if mf < 0 || mf > MaxJumboFrame {
+		return fmt.Errorf("max frame %d B out of range [0, %d]", mf, MaxJumboFrame)
+	}
+	if uint64(mf) <= s.frameSize-pkt.Headroom {
+		return nil
+	}
+	s.sg = true
+	s.slotChunks = (uint64(mf) + pkt.Headroom + s.frameSize - 1) / s.frameSize
+	s.slotBytes = s.slotChunks * s.frameSize
+	if s.cfg.JumboSlots > 0 {
+		s.slotsPer = uint64(s.cfg.JumboSlots) / uint64(s.cfg.Workers)
+	} else {
+		s.slotsPer = uint64(s.perWorker) / 4 / s.slotChunks
+	}
+	if s.slotsPer < BatchSize {
+		return fmt.Errorf("%d jumbo slots of %d B per worker are too few (need %d): raise frames", s.slotsPer, s.slotBytes, BatchSize)
+	}
+	if used := s.slotsPer * s.slotChunks; used+8*BatchSize > uint64(s.perWorker) {
+		return fmt.Errorf("%d jumbo slots of %d frames per worker leave too few of its %d frames for the rest (need %d): raise frames or lower jumbo slots", s.slotsPer, s.slotChunks, s.perWorker, 8*BatchSize)
+	}
+	return nil
+}
+
+// MaxJumboFrame is the longest frame the switch carries (Ethernet header
+// to payload end, no FCS): 9216 B, the usual limit of data-centre
+// switches, an MTU of 9198 with a VLAN tag. It keeps a chain within the
+// kernel's limit on buffers per frame (MAX_SKB_FRAGS, 17) for 2 KB frames.
+const MaxJumboFrame = 9216
+
+// slotBase returns the jumbo slot that holds addr, if addr is in one.
+// Any goroutine (the workers' ranges are fixed in New).
+func (s *Switch) slotBase(addr uint64) (uint64, bool) {
+	if !s.sg {
+		return 0, false
+	}
+	w := s.workers[s.owner(addr)]
+	if addr < w.jlo || addr >= w.hi {
+		return 0, false
+	}
+	return w.jlo + (addr-w.jlo)/s.slotBytes*s.slotBytes, true
+}
+
+// frameEnd is the end of the UMEM memory the frame at addr may use: its
+// UMEM frame's, or its jumbo slot's.
+func (s *Switch) frameEnd(addr uint64) uint64 {
+	if s.sg {
+		if b, ok := s.slotBase(addr); ok {
+			return b + s.slotBytes
+		}
+	}
+	return (addr | (s.frameSize - 1)) + 1
+}
+
 // owner returns the worker whose range holds the frame at addr.
 func (s *Switch) owner(addr uint64) int {
 	w := int(uint32(addr/s.frameSize) / s.perWorker)
@@ -760,24 +832,32 @@ type FrameCounts struct {
 	Tx        uint64 // on a tx ring, not yet completed
 	Delayed   uint64 // on the wire of a port with a delay, not yet due
 	Returning uint64 // on the way back to the worker that owns them
+	// Assembling counts jumbo slots holding the first buffers of a
+	// multi-buffer frame whose last buffer has not arrived yet.
+	Assembling uint64
 }
 
 // InPool is the number of frames ready for reception (free or on a fill ring).
 func (c FrameCounts) InPool() uint64 { return c.Free + c.Fill }
 
 // Sum adds up every state; it equals Total when no frame is lost (exactly
-// so while the switch is quiescent).
+// so while the switch is quiescent). A jumbo slot counts as one frame in
+// Total and in every state.
 func (c FrameCounts) Sum() uint64 {
-	return c.Free + c.Fill + c.Handoff + c.Queued + c.Tx + c.Delayed + c.Returning
+	return c.Free + c.Fill + c.Handoff + c.Queued + c.Tx + c.Delayed + c.Returning + c.Assembling
 }
 
 // Frames counts frames by state. It may be called from any goroutine;
 // while traffic flows, a frame moving between states may be counted twice
 // or not at all.
 func (s *Switch) Frames() FrameCounts {
-	c := FrameCounts{Total: uint64(s.numFrames)}
+	c := FrameCounts{Total: uint64(s.numFrames) - uint64(len(s.workers))*s.slotsPer*(s.slotChunks-1)}
+	if !s.sg {
+		c.Total = uint64(s.numFrames)
+	}
 	for _, w := range s.workers {
 		c.Free += uint64(w.freeLen.Load())
+		c.Assembling += uint64(w.assembling.Load())
 		c.Fill += uint64(w.inFill.Load())
 		for _, r := range w.ret {
 			if r != nil {

@@ -20,6 +20,15 @@ type rxQueue struct {
 	inFill   int        // frames on the fill ring (given minus received)
 	detached bool       // the link's device went away: reclaimed, never touched again
 	dly      *delayLine // frames received on a port with rx_delay, until they are due
+
+	// A multi-buffer frame being gathered into a jumbo slot (Switch.sg): its
+	// buffers may arrive over several passes.
+	slot    uint64 // the slot, if hasSlot
+	slotOff uint64 // where the frame starts in the slot
+	slotLen uint32 // bytes gathered so far
+	slotBad bool   // the frame is being dropped (too long, or no slot was free): skip to its last buffer
+	inSlot  bool   // a frame is in progress
+	hasSlot bool   // it holds slot (a frame dropped for want of a slot has none)
 }
 
 // receiveDelayed is reception on a port whose link delays frames toward the
@@ -32,6 +41,9 @@ func (w *worker) receiveDelayed(q *rxQueue, now int64) bool {
 	if room := min(dl.free(), BatchSize); room > 0 {
 		if n := q.link.Receive(w.rxDescs[:room]); n > 0 {
 			q.inFill -= n
+			if w.s.sg {
+				n = w.gather(q, n)
+			}
 			due := now + w.s.ports[q.port].rxDelayNs
 			for _, d := range w.rxDescs[:n] {
 				dl.push(d.Addr, d.Len, due)
@@ -80,6 +92,9 @@ type worker struct {
 
 	free         []uint64             // free frames of this worker's range (a stack)
 	lo, hi       uint64               // this worker's frame range [lo, hi) as UMEM offsets
+	jlo          uint64               // its jumbo slots are [jlo, hi) (jlo = hi without them); fixed in New, any goroutine reads it
+	jfree        []uint64             // free jumbo slots of this range (a stack)
+	txSplit      []afxdp.Desc         // scratch: a tx batch cut into one descriptor per UMEM frame (Switch.sg)
 	ret          []*ring.SPSC[uint64] // ret[w]: frames worker w gives back to this one
 	outRet       [][]uint64           // frames to give back to worker w, staged
 	out          [][]pkt.Packet       // packets for port i, staged (handed over, or admitted here)
@@ -123,6 +138,7 @@ type worker struct {
 	sleeping   atomic.Bool
 
 	freeLen, inFill, staged atomic.Int64
+	assembling              atomic.Int64 // jumbo slots of multi-buffer frames still arriving
 	passes, sleeps, wakeups atomic.Uint64
 }
 
@@ -135,14 +151,22 @@ func newWorker(s *Switch, id int) (*worker, error) {
 	if id == s.cfg.Workers-1 {
 		w.hi = uint64(s.numFrames) * fs
 	}
-	n := int((w.hi - w.lo) / fs)
+	w.jlo = w.hi - s.slotsPer*s.slotBytes
+	n := int((w.jlo - w.lo) / fs) // frames outside the jumbo slots
 	w.free = make([]uint64, 0, n)
-	for a := w.hi; a > w.lo; a -= fs { // lowest addresses on top
+	for a := w.jlo; a > w.lo; a -= fs { // lowest addresses on top
 		w.free = append(w.free, a-fs)
+	}
+	if s.sg {
+		w.jfree = make([]uint64, 0, s.slotsPer)
+		for a := w.hi; a > w.jlo; a -= s.slotBytes {
+			w.jfree = append(w.jfree, a-s.slotBytes)
+		}
+		w.txSplit = make([]afxdp.Desc, 2*BatchSize*int(s.slotChunks))
 	}
 	w.emitReserve = max(n/64, BatchSize)
 	w.floodReserve = max(n/16, BatchSize)
-	w.queueLimit = int64(float64(n) * s.cfg.QueueFrames)
+	w.queueLimit = int64(float64(n+len(w.jfree)) * s.cfg.QueueFrames)
 	w.ret = make([]*ring.SPSC[uint64], s.cfg.Workers)
 	w.outRet = make([][]uint64, s.cfg.Workers)
 	w.qpend = make([]int64, s.cfg.Workers)
@@ -247,7 +271,13 @@ func (w *worker) pass(now int64) bool {
 			continue
 		}
 		for n := r.Pop(w.addrs[:]); n > 0; n = r.Pop(w.addrs[:]) {
-			w.free = append(w.free, w.addrs[:n]...)
+			if w.s.sg {
+				for _, a := range w.addrs[:n] {
+					w.release(a)
+				}
+			} else {
+				w.free = append(w.free, w.addrs[:n]...)
+			}
 			work = true
 		}
 	}
@@ -257,6 +287,9 @@ func (w *worker) pass(now int64) bool {
 			continue
 		}
 		if n := p.txLink.Complete(w.addrs[:]); n > 0 {
+			if w.s.sg {
+				n = w.completeChains(n)
+			}
 			p.txOutstanding.Add(int64(-n))
 			for _, a := range w.addrs[:n] {
 				w.release(a)
@@ -291,6 +324,12 @@ func (w *worker) pass(now int64) bool {
 			continue
 		}
 		q.inFill -= n
+		if w.s.sg {
+			if n = w.gather(q, n); n == 0 {
+				work = true
+				continue
+			}
+		}
 		w.ingress(q.port, n, now)
 		work = true
 	}
@@ -321,8 +360,11 @@ func (w *worker) linkState() {
 		if p.detachReq.Load() && !q.detached {
 			w.reclaim = q.link.Reclaim(w.reclaim[:0])
 			for _, a := range w.reclaim {
-				w.release(a)
+				if !w.s.chainTail(a) { // a chain on the tx or completion ring is one frame, its first buffer
+					w.release(a)
+				}
 			}
+			w.endSlot(q, false)
 			rx, tx := q.link.Outstanding()
 			p.lost.Add(int64(rx + tx))
 			for q.dly != nil && q.dly.n > 0 {
@@ -357,7 +399,7 @@ func (w *worker) linkState() {
 
 // publish stores the worker's frame gauges for Switch.Frames.
 func (w *worker) publish() {
-	w.freeLen.Store(int64(len(w.free)))
+	w.freeLen.Store(int64(len(w.free) + len(w.jfree)))
 	f := 0
 	for _, q := range w.rx {
 		f += q.inFill
@@ -403,6 +445,10 @@ func (w *worker) alloc(keep int) (uint64, bool) {
 func (w *worker) release(addr uint64) {
 	base := addr &^ (w.s.frameSize - 1)
 	if base >= w.lo && base < w.hi {
+		if base >= w.jlo { // a jumbo slot (never without Switch.sg: jlo = hi)
+			w.jfree = append(w.jfree, w.jlo+(base-w.jlo)/w.s.slotBytes*w.s.slotBytes)
+			return
+		}
 		w.free = append(w.free, base)
 		return
 	}

@@ -18,7 +18,7 @@ const (
 	ReasonEvicted              // pushed out by a better packet (pFabric)
 	ReasonRoundOverflow        // too many rounds ahead (AFQ/RSP)
 	ReasonHandoffFull          // the ring to the egress port's worker was full
-	ReasonNoFrames             // no free frame for a flooded copy
+	ReasonNoFrames             // no free frame for a flooded copy, or no free jumbo slot for a frame arriving in several buffers
 	ReasonSamePort             // destination learnt on the ingress port (filtered)
 	ReasonBadDesc              // the device returned a descriptor outside the UMEM
 	ReasonForged               // a control frame of ours arrived on a host port
@@ -32,6 +32,7 @@ const (
 	ReasonTTL                  // the TTL or hop limit expired
 	ReasonNoRoute              // no route to the destination
 	ReasonNoNeighbor           // the next hop's MAC is not known yet (an ARP request went out)
+	ReasonTooLong              // a multi-buffer frame longer than the switch's largest frame (max_frame), or a buffer that overruns its UMEM frame
 	numBuiltin
 )
 
@@ -40,7 +41,7 @@ const MaxReasons = 64
 
 var reasonNames = []string{"none", "malformed", "buffer_full", "frame_limit", "port_limit", "queue_limit", "evicted",
 	"round_overflow", "handoff_full", "no_frames", "same_port", "bad_descriptor", "forged", "unclaimed_control",
-	"link_local", "port_down", "lane_full", "no_headroom", "not_routed", "local", "ttl_expired", "no_route", "no_neighbor"}
+	"link_local", "port_down", "lane_full", "no_headroom", "not_routed", "local", "ttl_expired", "no_route", "no_neighbor", "too_long"}
 
 func init() {
 	if len(reasonNames) != int(numBuiltin) {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"log"
 	"net"
 	"net/http"
@@ -128,7 +129,7 @@ func (p *portDev) close() {
 
 // open loads the XDP program on the interface and binds one socket per rx queue.
 func (d *devices) open(pd *portDev, ifindex int) ([]dataplane.Link, error) {
-	prog, err := bpf.Load()
+	prog, err := bpf.LoadWith(bpf.Options{Frags: d.bind.SG})
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +138,9 @@ func (d *devices) open(pd *portDev, ifindex int) ([]dataplane.Link, error) {
 	for q := 0; q < pd.nq; q++ {
 		s, err := d.umem.Open(ifindex, q, afxdp.DefaultRingSizes, d.bind)
 		if err != nil {
+			if d.bind.SG && errors.Is(err, unix.EINVAL) {
+				err = fmt.Errorf("%w (frames longer than a UMEM frame need multi-buffer AF_XDP sockets, Linux 6.6 or later: lower the ports' MTU to %d or below, or run a newer kernel)", err, int(d.umem.FrameSize)-rxHeadroom-18)
+			}
 			return nil, err
 		}
 		pd.sockets = append(pd.sockets, s)
@@ -178,14 +182,29 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	}
 	var links [][]dataplane.Link
 	var info []metrics.PortInfo
+	// The longest frame any port carries decides whether frames may span
+	// UMEM frames (multi-buffer sockets, an XDP program with frags, jumbo
+	// slots in the dataplane): see checkMTU.
+	ifcs := make([]*net.Interface, len(cfg.Ports))
 	for i, pc := range cfg.Ports {
 		ifc, err := net.InterfaceByName(pc.Interface)
 		if err != nil {
 			return fmt.Errorf("ports[%d].interface: %s: %w", i, pc.Interface, err)
 		}
-		if err := checkMTU(i, pc.Interface, ifc.MTU, cfg.FrameSize); err != nil {
+		sg, err := checkMTU(i, pc.Interface, ifc.MTU, cfg.FrameSize)
+		if err != nil {
 			return err
 		}
+		ifcs[i] = ifc
+		dcfg.MaxFrame = max(dcfg.MaxFrame, ifc.MTU+18)
+		if sg && !dev.bind.SG {
+			dev.bind.SG = true
+			log.Printf("ports[%d]: %s has MTU %d: frames longer than a %d-byte UMEM frame holds are received and sent as multi-buffer chains and kept in jumbo slots",
+				i, pc.Interface, ifc.MTU, cfg.FrameSize)
+		}
+	}
+	for i, pc := range cfg.Ports {
+		ifc := ifcs[i]
 		nq := rxQueues(pc.Interface)
 		if pc.RxQueues > 0 {
 			if pc.RxQueues > nq {
@@ -457,21 +476,18 @@ func orUnlimited(s string) string {
 // a received frame in copy mode (XDP_PACKET_HEADROOM).
 const rxHeadroom = 256
 
-// checkMTU refuses an interface whose MTU makes frames that one UMEM frame
-// cannot hold: the kernel would drop them on receive without a word (a
-// jumbo ping that never arrives). A frame is the MTU plus the Ethernet
-// header and one VLAN tag.
-func checkMTU(i int, ifname string, mtu, frameSize int) error {
+// checkMTU reports whether an interface's MTU makes frames that one UMEM
+// frame cannot hold, so that they must travel as multi-buffer chains
+// (sg), and refuses an MTU whose frames no jumbo slot may hold. A frame
+// is the MTU plus the Ethernet header and one VLAN tag.
+func checkMTU(i int, ifname string, mtu, frameSize int) (sg bool, err error) {
 	room := frameSize - rxHeadroom
 	if mtu+18 <= room {
-		return nil
+		return false, nil
 	}
-	fix := fmt.Sprintf("lower the MTU (ip link set %s mtu %d)", ifname, room-18)
-	if frameSize < 4096 && mtu+18 <= 4096-rxHeadroom {
-		fix = fmt.Sprintf("set frame_size: 4096 (MTUs up to %d), or %s", 4096-rxHeadroom-18, fix)
-	} else {
-		fix += "; larger MTUs need AF_XDP multi-buffer frames, which gswitchd does not support yet"
+	if mtu+18 > dataplane.MaxJumboFrame {
+		return false, fmt.Errorf("ports[%d].interface: %s has MTU %d: its frames (up to %d B) are longer than gswitchd carries (%d B); lower the MTU (ip link set %s mtu %d)",
+			i, ifname, mtu, mtu+18, dataplane.MaxJumboFrame, ifname, dataplane.MaxJumboFrame-18)
 	}
-	return fmt.Errorf("ports[%d].interface: %s has MTU %d: its frames (up to %d B) do not fit a %d-byte UMEM frame (%d B after the kernel's %d B headroom); %s",
-		i, ifname, mtu, mtu+18, frameSize, room, rxHeadroom, fix)
+	return true, nil
 }

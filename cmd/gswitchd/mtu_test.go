@@ -5,26 +5,31 @@ import (
 	"testing"
 )
 
-// TestCheckMTU: an MTU whose frames fit a UMEM frame passes; a larger one
-// is refused with the port, the MTU and the fix named.
+// TestCheckMTU: an MTU whose frames fit a UMEM frame needs no chains; a
+// larger one up to what a jumbo slot may hold travels as multi-buffer
+// chains; beyond that it is refused with the port, the MTU and the fix.
 func TestCheckMTU(t *testing.T) {
 	for _, c := range []struct {
 		mtu, frame int
+		sg         bool
 		want       string // "" = accepted
 	}{
-		{1500, 2048, ""},
-		{1774, 2048, ""},
-		{1775, 2048, "set frame_size: 4096 (MTUs up to 3822)"},
-		{3000, 2048, "set frame_size: 4096"},
-		{3822, 4096, ""},
-		{3823, 4096, "multi-buffer"},
-		{9000, 2048, "ip link set veth0 mtu 1774"},
-		{9000, 4096, "ip link set veth0 mtu 3822); larger MTUs need AF_XDP multi-buffer"},
+		{1500, 2048, false, ""},
+		{1774, 2048, false, ""},
+		{1775, 2048, true, ""},
+		{3822, 4096, false, ""},
+		{3823, 4096, true, ""},
+		{9000, 2048, true, ""},
+		{9000, 4096, true, ""},
+		{9198, 2048, true, ""},
+		{9199, 2048, false, "ip link set veth0 mtu 9198"},
 	} {
-		err := checkMTU(3, "veth0", c.mtu, c.frame)
+		sg, err := checkMTU(3, "veth0", c.mtu, c.frame)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("MTU %d, frame %d: %v", c.mtu, c.frame, err)
+		case c.want == "" && sg != c.sg:
+			t.Errorf("MTU %d, frame %d: multi-buffer %v, want %v", c.mtu, c.frame, sg, c.sg)
 		case c.want != "" && err == nil:
 			t.Errorf("MTU %d, frame %d: accepted", c.mtu, c.frame)
 		case c.want != "" && (!strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "ports[3].interface: veth0 has MTU")):

@@ -92,6 +92,10 @@ func (u *UMEM) Close() error {
 type BindFlags struct {
 	Copy     bool // force copy mode (XDP_COPY); otherwise the kernel uses zero-copy where the driver can
 	ZeroCopy bool // require zero-copy (XDP_ZEROCOPY)
+	// SG takes and gives frames longer than a UMEM frame as chains of
+	// descriptors (XDP_USE_SG, Linux 6.6+): every Desc but a chain's last
+	// has XDP_PKT_CONTD in Options, on the rx and the tx ring.
+	SG bool
 }
 
 // Socket is one AF_XDP socket bound to (ifindex, queue). See the package doc
@@ -222,6 +226,9 @@ func ownerAddr(ifindex, queue int, bf BindFlags) *unix.SockaddrXDP {
 	}
 	if bf.ZeroCopy {
 		sa.Flags |= unix.XDP_ZEROCOPY
+	}
+	if bf.SG {
+		sa.Flags |= unix.XDP_USE_SG
 	}
 	return sa
 }

@@ -167,7 +167,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range []struct {
 		n string
 		v uint64
-	}{{"free", f.Free}, {"fill", f.Fill}, {"handoff", f.Handoff}, {"queued", f.Queued}, {"tx", f.Tx}, {"delayed", f.Delayed}, {"returning", f.Returning}} {
+	}{{"free", f.Free}, {"fill", f.Fill}, {"handoff", f.Handoff}, {"queued", f.Queued}, {"tx", f.Tx}, {"delayed", f.Delayed}, {"returning", f.Returning}, {"assembling", f.Assembling}} {
 		gauge(dFrames, float64(s.v), s.n)
 	}
 	gauge(dFramesTot, float64(f.Total))

@@ -50,7 +50,7 @@ gswitch_port_rate_bytes_per_second{port="b"} 1.25e+06
 	if v := testutil.ToFloat64(onlyMetric(t, reg, "gswitch_drops_total", `reason="malformed"`, `port="a"`)); v != 1 {
 		t.Fatalf("malformed drops %v", v)
 	}
-	if n, err := testutil.GatherAndCount(reg, "gswitch_queue_depth_bytes", "gswitch_umem_frames", "gswitch_port_info"); err != nil || n != 2+7+2 { // queues, frame states (free, fill, handoff, queued, tx, delayed, returning), ports
+	if n, err := testutil.GatherAndCount(reg, "gswitch_queue_depth_bytes", "gswitch_umem_frames", "gswitch_port_info"); err != nil || n != 2+8+2 { // queues, frame states (free, fill, handoff, queued, tx, delayed, returning, assembling), ports
 		t.Fatalf("count %d %v", n, err)
 	}
 }

@@ -104,9 +104,16 @@ func run(t *testing.T, name string, args ...string) string {
 
 // starTopology is an l2 topology of n hosts sub.1 .. sub.n (/24), each
 // linked to one switch, sw.
-func starTopology(name, sub string, n int) string {
+func starTopology(name, sub string, n int) string { return starTopologyMTU(name, sub, n, 0) }
+
+// starTopologyMTU is starTopology with every link's MTU mtu (0: the default).
+func starTopologyMTU(name, sub string, n, mtu int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "name: %s\nmode: l2\nswitches: {sw: {}}\nhosts:\n", name)
+	fmt.Fprintf(&b, "name: %s\nmode: l2\nswitches: {sw: {}}\n", name)
+	if mtu > 0 {
+		fmt.Fprintf(&b, "defaults: {link: {mtu: %d}}\n", mtu)
+	}
+	b.WriteString("hosts:\n")
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "  h%d: {addr: %s.%d/24}\n", i, sub, i)
 	}
@@ -119,11 +126,14 @@ func starTopology(name, sub string, n int) string {
 
 // NewTopo creates n hosts 10.<x>.<y>.i/24 with no default route, offloads
 // off, IPv6 off; host i's switch port is Hosts[i-1].Port.
-func NewTopo(t *testing.T, n int) *Topo {
+func NewTopo(t *testing.T, n int) *Topo { return NewTopoMTU(t, n, 0) }
+
+// NewTopoMTU is NewTopo with every veth (host and switch side) at MTU mtu.
+func NewTopoMTU(t *testing.T, n, mtu int) *Topo {
 	requireNetns(t)
 	tp := &Topo{t: t, ID: randID()}
 	sub := fmt.Sprintf("10.%d.%d", 100+int(tp.ID[0])%100, int(tp.ID[1])*7%250)
-	top, err := topo.Parse([]byte(starTopology("t"+tp.ID[:5], sub, n)))
+	top, err := topo.Parse([]byte(starTopologyMTU("t"+tp.ID[:5], sub, n, mtu)))
 	if err != nil {
 		t.Fatal(err)
 	}

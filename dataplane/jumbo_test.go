@@ -1,0 +1,175 @@
+package dataplane
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gswitch/gswitch/dataplane/afxdp"
+	"github.com/gswitch/gswitch/pkt"
+	"golang.org/x/sys/unix"
+)
+
+// jumboSwitch is a switch of nports in-memory ports that carry frames of up
+// to 9018 bytes as multi-buffer chains.
+func jumboSwitch(t *testing.T, nports, workers int, mod func(*Config)) (*Switch, []*MemLink, *fakeClock) {
+	t.Helper()
+	s, l, clk := testSwitch(t, nports, workers, 8192, func(c *Config) {
+		c.MaxFrame = 9018
+		if mod != nil {
+			mod(c)
+		}
+	})
+	for _, ml := range l {
+		ml.SG = true
+		ml.Record = true
+	}
+	return s, l, clk
+}
+
+// TestJumboFramesCrossWhole: 9000-byte frames arrive as chains of 2 KB
+// buffers, cross the switch (unicast after learning, and flooded, whose
+// copies need jumbo slots of their own) and leave as chains the kernel
+// would take: each buffer within its UMEM frame, every byte in place.
+// Every UMEM frame and slot comes home.
+func TestJumboFramesCrossWhole(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		s, l, _ := jumboSwitch(t, 3, workers, nil)
+		if !s.sg || s.slotChunks != 5 {
+			t.Fatalf("workers %d: sg %v with %d frames per slot, want 5 frames of %d B for 9018 B", workers, s.sg, s.slotChunks, frameSize)
+		}
+		big := udp(2, 1, 9000-42)
+		for i := 42; i < len(big); i++ {
+			big[i] = byte(i * 7)
+		}
+		l[0].Inject(big) // unknown destination: flooded to b and c
+		settle(s)
+		for _, i := range []int{1, 2} {
+			if len(l[i].Sent) != 1 || !bytes.Equal(l[i].Sent[0], big) {
+				t.Fatalf("workers %d: port %d sent %d frames, first equal: %v", workers, i, len(l[i].Sent), len(l[i].Sent) > 0 && bytes.Equal(l[i].Sent[0], big))
+			}
+		}
+		l[1].Inject(udp(1, 2, 10)) // host 2 answers: learnt
+		settle(s)
+		for i := 0; i < 500; i++ { // more than the slots of a worker: they must come back
+			big[100] = byte(i)
+			l[0].Inject(big)
+			settle(s)
+			if got := l[1].Sent[len(l[1].Sent)-1]; !bytes.Equal(got, big) {
+				t.Fatalf("workers %d: frame %d changed on the way (len %d)", workers, i, len(got))
+			}
+		}
+		if len(l[1].Sent) != 501 || len(l[2].Sent) != 1 {
+			t.Fatalf("workers %d: b got %d frames, c %d", workers, len(l[1].Sent), len(l[2].Sent))
+		}
+		for i, ml := range l {
+			if ml.Invalid != 0 {
+				t.Fatalf("workers %d: port %d put %d descriptors on its tx ring that the kernel would refuse", workers, i, ml.Invalid)
+			}
+		}
+		c := s.Counters(0)
+		if c.RxPackets != 501 || c.RxBytes != 501*uint64(len(big)) {
+			t.Fatalf("workers %d: port a counted %d frames, %d bytes", workers, c.RxPackets, c.RxBytes)
+		}
+		checkFrames(t, s)
+	}
+}
+
+// TestJumboChainAcrossBatches: a chain whose buffers arrive in separate
+// receive batches is gathered whole.
+func TestJumboChainAcrossBatches(t *testing.T) {
+	s, l, _ := jumboSwitch(t, 2, 1, nil)
+	big := udp(0xff, 1, 5000)
+	for i := 42; i < len(big); i++ {
+		big[i] = byte(i)
+	}
+	l[0].Inject(big)
+	// Hand the switch the chain one buffer per pass.
+	rx := append([]afxdp.Desc(nil), l[0].rx...)
+	l[0].rx = l[0].rx[:0]
+	if len(rx) != 3 || rx[0].Options&unix.XDP_PKT_CONTD == 0 || rx[2].Options != 0 {
+		t.Fatalf("the link did not deliver a chain of 3: %+v", rx)
+	}
+	for _, d := range rx {
+		l[0].rx = append(l[0].rx, d)
+		s.Step(0)
+		if d.Options != 0 && s.Frames().Assembling != 1 {
+			t.Fatalf("a frame in progress is not counted: %+v", s.Frames())
+		}
+	}
+	settle(s)
+	if len(l[1].Sent) != 1 || !bytes.Equal(l[1].Sent[0], big) {
+		t.Fatalf("sent %d frames", len(l[1].Sent))
+	}
+	checkFrames(t, s)
+}
+
+// TestJumboTooLongAndNoSlot: a chain longer than max_frame is dropped as
+// too_long, a chain that finds every slot taken as no_frames, and neither
+// loses a UMEM frame; a small frame still leaves as one buffer.
+func TestJumboTooLongAndNoSlot(t *testing.T) {
+	s, l, _ := jumboSwitch(t, 2, 1, func(c *Config) { c.JumboSlots = 64 })
+	l[0].Inject(udp(0xff, 1, 9018+500))
+	settle(s)
+	if c := s.Counters(0); c.Drops[pkt.ReasonTooLong] != 1 || len(l[1].Sent) != 0 {
+		t.Fatalf("too long: drops %d, sent %d", c.Drops[pkt.ReasonTooLong], len(l[1].Sent))
+	}
+	checkFrames(t, s)
+	// Take every slot, then send one more chain.
+	w := s.workers[0]
+	held := append([]uint64(nil), w.jfree...)
+	w.jfree = w.jfree[:0]
+	l[0].Inject(udp(0xff, 1, 4000))
+	settle(s)
+	if c := s.Counters(0); c.Drops[pkt.ReasonNoFrames] != 1 || len(l[1].Sent) != 0 {
+		t.Fatalf("no slot: drops %d, sent %d", c.Drops[pkt.ReasonNoFrames], len(l[1].Sent))
+	}
+	w.jfree = append(w.jfree, held...)
+	s.Step(0) // publishes the free count
+	checkFrames(t, s)
+	// A frame that fits one UMEM frame still goes as one buffer.
+	l[0].Inject(udp(0xff, 1, 1000))
+	settle(s)
+	if len(l[1].Sent) != 1 || l[1].Invalid != 0 {
+		t.Fatalf("small frame: sent %d, invalid %d", len(l[1].Sent), l[1].Invalid)
+	}
+	checkFrames(t, s)
+}
+
+// TestJumboConfig: max_frame within one UMEM frame sets up no slots; slots
+// that leave too few frames, or too few slots, are refused.
+func TestJumboConfig(t *testing.T) {
+	s, _, _ := testSwitch(t, 2, 1, 4096, func(c *Config) { c.MaxFrame = 1518 })
+	if s.sg {
+		t.Fatal("a 1518-byte max frame set up jumbo slots")
+	}
+	for _, js := range []int{8, 4096} {
+		mem := make([]byte, 4096*frameSize)
+		cfg := Config{Workers: 1, Clock: &fakeClock{t: 1}, MaxFrame: 9018, JumboSlots: js,
+			Ports: []PortConfig{{Name: "a"}, {Name: "b"}}}
+		links := [][]Link{{NewMemLink(mem, frameSize, 256)}, {NewMemLink(mem, frameSize, 256)}}
+		if _, err := New(cfg, mem, frameSize, links); err == nil {
+			t.Fatalf("jumbo slots %d accepted", js)
+		}
+	}
+}
+
+// TestJumboSmallFramesAllocateNothing: with jumbo slots set up, the
+// per-frame path of ordinary frames still allocates nothing.
+func TestJumboSmallFramesAllocateNothing(t *testing.T) {
+	s, l, _ := jumboSwitch(t, 2, 1, nil)
+	for _, ml := range l {
+		ml.Record = false
+	}
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	small, big := udp(2, 1, 100), udp(2, 1, 8000)
+	allocs := testing.AllocsPerRun(200, func() {
+		l[0].Inject(small)
+		l[0].Inject(big)
+		settle(s)
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per pass", allocs)
+	}
+	checkFrames(t, s)
+}
