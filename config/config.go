@@ -33,7 +33,7 @@ type Config struct {
 	Workers int `yaml:"workers"`
 	// Frames is the number of UMEM frames shared by all ports.
 	Frames int `yaml:"frames"`
-	// FrameSize is 2048 (MTU up to 1500+) or 4096 (jumbo frames up to ~3.5 KB on veth).
+	// FrameSize is 2048 or 4096; frames longer than one holds travel as multi-buffer chains (docs/architecture.md, "Jumbo frames").
 	FrameSize int `yaml:"frame_size"`
 	// XDPMode is auto (native, falling back to generic), native or generic.
 	XDPMode string `yaml:"xdp_mode"`
@@ -315,7 +315,7 @@ func (c *Config) validate() error {
 		c.FrameSize = DefaultFrameSize
 	}
 	if c.FrameSize != 2048 && c.FrameSize != 4096 {
-		return fmt.Errorf("frame_size: %d (use 2048, or 4096 for jumbo frames)", c.FrameSize)
+		return fmt.Errorf("frame_size: %d (use 2048 or 4096; longer frames travel as multi-buffer chains)", c.FrameSize)
 	}
 	if c.Frames == 0 {
 		c.Frames = DefaultFrames
