@@ -173,3 +173,62 @@ func TestJumboSmallFramesAllocateNothing(t *testing.T) {
 	}
 	checkFrames(t, s)
 }
+
+// FuzzJumboChains: any sequence of receive descriptors (any length, the
+// continuation flag set or not, any offset in the UMEM frame) on a port
+// that takes chains neither panics nor loses a frame, and nothing longer
+// than the largest frame leaves the switch.
+// Each 4 bytes of the input are one descriptor of a frame taken from the
+// fill ring, as the kernel returns them: a 16-bit length (the full range,
+// also past the UMEM frame's end), a flags byte (bit 0: XDP_PKT_CONTD;
+// bits 1-7: the offset in the UMEM frame, in 32-byte steps) and the byte
+// the buffer is filled with.
+func FuzzJumboChains(f *testing.F) {
+	f.Add([]byte{0x00, 0x06, 0x01, 0xff, 0x00, 0x06, 0x01, 0xff, 0x00, 0x02, 0x00, 0xff})
+	f.Add([]byte{0xff, 0xff, 0x01, 0x00, 0x00, 0x40, 0xfe, 0x00})
+	f.Add([]byte{0x00, 0x07, 0x05, 0xff, 0x00, 0x00, 0x01, 0x00, 0x00, 0x30, 0x00, 0x11})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s, l, _ := jumboSwitch(t, 2, 1, nil)
+		l[1].Record = true
+		mem := s.mem
+		for len(in) >= 4 && len(l[0].fill) > 0 {
+			n := uint32(in[0])<<8 | uint32(in[1])
+			fl, fill := in[2], in[3]
+			in = in[4:]
+			d := afxdp.Desc{Len: n}
+			if fl&1 != 0 {
+				d.Options = unix.XDP_PKT_CONTD
+			}
+			base := l[0].fill[0] &^ (frameSize - 1)
+			l[0].fill = l[0].fill[1:]
+			d.Addr = base + uint64(fl>>1)*32%frameSize
+			end := min(d.Addr+uint64(n), base+frameSize)
+			for i := d.Addr; i < end; i++ {
+				mem[i] = fill
+			}
+			if n >= 14 && d.Addr+14 <= end { // an Ethernet header the switch floods: broadcast from host 1
+				copy(mem[d.Addr:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x00})
+			}
+			l[0].rx = append(l[0].rx, d)
+			if fill&3 == 0 {
+				settle(s)
+			}
+		}
+		settle(s)
+		// End any chain left open with a last buffer, so its slot comes home.
+		if len(l[0].fill) > 0 {
+			l[0].rx = append(l[0].rx, afxdp.Desc{Addr: (l[0].fill[0] &^ (frameSize - 1)) + pkt.Headroom, Len: 60})
+			l[0].fill = l[0].fill[1:]
+			settle(s)
+		}
+		for _, fr := range l[1].Sent {
+			if len(fr) > 9018 {
+				t.Fatalf("a %d-byte frame left the switch (max 9018)", len(fr))
+			}
+		}
+		if l[1].Invalid != 0 {
+			t.Fatalf("%d descriptors the kernel would refuse", l[1].Invalid)
+		}
+		checkFrames(t, s)
+	})
+}
