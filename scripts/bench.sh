@@ -12,6 +12,7 @@
 #   sudo scripts/bench.sh                      # 3 x 10 s per cell, ~6 minutes
 #   REPS=1 DUR=5 sudo -E scripts/bench.sh      # quick look
 #   WORKERS=2 sudo -E scripts/bench.sh         # gswitchd with two workers
+#   CPUS=0 sudo -E scripts/bench.sh            # gswitchd's worker pinned to CPU 0 (cpus: [0])
 #
 # CPU accounting: the kit's run.sh is copied into the work directory (as
 # before) and the copy gets two more snapshots per run, right after the
@@ -84,6 +85,7 @@ ports:
   - {name: s2, interface: s2}
 workers: ${WORKERS:-0}
 busy_poll: ${BUSY_POLL:-false}
+cpus: [${CPUS:-}]
 metrics: "off"
 YAML
 export CONFIGS=${CONFIGS:-"bridge xsk cmd"} TRAFFIC=${TRAFFIC:-"tcp udp64"} REPS=${REPS:-3} DUR=${DUR:-10}

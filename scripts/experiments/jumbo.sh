@@ -11,6 +11,7 @@
 #
 #   sudo scripts/experiments/jumbo.sh             # 3 x 10 s per cell, ~2.5 min
 #   REPS=1 DUR=5 sudo -E scripts/experiments/jumbo.sh
+#   CPUS=0 sudo -E scripts/experiments/jumbo.sh    # gswitchd's worker pinned (cpus: [0])
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
@@ -27,7 +28,7 @@ trap 'ip link del "$BR" 2>/dev/null || true; exp_end' EXIT
 	echo "date: $(date -Is)"
 	echo "kernel: $(uname -r); cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "REPS=$REPS DUR=$DUR MTUS=$MTUS"
+	echo "REPS=$REPS DUR=$DUR MTUS=$MTUS CPUS=${CPUS:-}"
 	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/env.txt"
 P1=$(topo_port "$ID" 1) P2=$(topo_port "$ID" 2)
@@ -55,7 +56,7 @@ for mtu in $MTUS; do
 				ip link set "$BR" mtu "$mtu" up
 				for p in "$P1" "$P2"; do ip link set "$p" master "$BR"; done
 			else
-				printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\nmetrics: "off"\ncontrol: {socket: off}\n' "$P1" "$P2" >"$WORK/gswitchd.yaml"
+				printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\ncpus: [%s]\nmetrics: "off"\ncontrol: {socket: off}\n' "$P1" "$P2" "${CPUS:-}" >"$WORK/gswitchd.yaml"
 				switch_start "$OUT/gswitchd-$mtu-$rep.log"
 			fi
 			ip netns exec "$H1" ping -c 3 -i 0.1 -q -M do -s $((mtu - 28)) 10.205.0.2 >/dev/null ||
