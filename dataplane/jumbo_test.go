@@ -232,3 +232,52 @@ func FuzzJumboChains(f *testing.F) {
 		checkFrames(t, s)
 	})
 }
+
+// TestJumboShapedAndDelayed: 9000-byte frames through a port shaped to 80
+// Mbit/s with a 50 us link delay leave one every 9024 x 8 / 80e6 s (the
+// shaper charges a jumbo frame its whole length plus 24 bytes), whole, and
+// every frame and slot comes home.
+func TestJumboShapedAndDelayed(t *testing.T) {
+	s, l, clk := jumboSwitch(t, 2, 1, func(c *Config) {
+		c.Ports[1].RateBits = 80e6
+		c.Ports[1].DelayNs = 50e3
+	})
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	clk.t += 1e6
+	settle(s)
+	sent0 := len(l[1].Sent)
+	big := udp(2, 1, 9000-42)
+	for i := 42; i < len(big); i++ {
+		big[i] = byte(i * 3)
+	}
+	start := clk.t
+	for i := 0; i < 20; i++ {
+		l[0].Inject(big)
+	}
+	settle(s)
+	var times []int64
+	for clk.t < start+50e6 && len(times) < 20 {
+		clk.t += 1e3
+		settle(s)
+		for len(times) < len(l[1].Sent)-sent0 {
+			times = append(times, clk.t-start)
+		}
+	}
+	if len(times) != 20 {
+		t.Fatalf("sent %d of 20", len(times))
+	}
+	for _, f := range l[1].Sent[sent0:] {
+		if !bytes.Equal(f, big) {
+			t.Fatalf("a frame changed on the way (%d bytes)", len(f))
+		}
+	}
+	gap := float64(times[19]-times[1]) / 18 // the first two leave together: the bucket starts full
+	if want := 9024 * 8 / 80e6 * 1e9; gap < want*0.99 || gap > want*1.01 {
+		t.Fatalf("frames %.0f ns apart, want %.0f", gap, want)
+	}
+	if times[0] < 50e3 {
+		t.Fatalf("first frame after %d ns: the 50 us delay was skipped", times[0])
+	}
+	checkFrames(t, s)
+}
