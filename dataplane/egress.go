@@ -22,6 +22,10 @@ func (w *worker) admit(port *Port, p *pkt.Packet, now int64) {
 		w.drop(port, p, pkt.ReasonPortDown)
 		return
 	}
+	if p.Len > port.maxFrame {
+		w.drop(port, p, pkt.ReasonTooLong)
+		return
+	}
 	p.Verdict = pkt.Forward
 	if p.Lane != pkt.LaneData {
 		// Control and credit frames skip the admission hooks (queue

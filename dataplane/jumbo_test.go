@@ -281,3 +281,23 @@ func TestJumboShapedAndDelayed(t *testing.T) {
 	}
 	checkFrames(t, s)
 }
+
+// TestGiantsDroppedAtEgress: a frame longer than the egress port's link
+// takes (MaxFrame) is dropped there as too_long, not handed to a device
+// that would drop it unseen; frames that fit pass.
+func TestGiantsDroppedAtEgress(t *testing.T) {
+	s, l, _ := jumboSwitch(t, 2, 1, func(c *Config) { c.Ports[1].MaxFrame = 1518 })
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	l[0].Inject(udp(2, 1, 1518-42))
+	l[0].Inject(udp(2, 1, 1519-42))
+	l[0].Inject(udp(2, 1, 9000-42))
+	settle(s)
+	if len(l[1].Sent) != 1 || len(l[1].Sent[0]) != 1518 {
+		t.Fatalf("port b sent %d frames", len(l[1].Sent))
+	}
+	if d := s.Counters(1).Drops[pkt.ReasonTooLong]; d != 2 {
+		t.Fatalf("%d too_long drops at port b, want 2", d)
+	}
+	checkFrames(t, s)
+}

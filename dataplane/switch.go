@@ -58,6 +58,11 @@ type PortConfig struct {
 	DelayNs     int64          // one-way propagation delay of the port's link: frames are held after the shaper (0 = none)
 	RxDelayNs   int64          // delay of the link toward the switch: received frames are held before the pipeline (0 = none)
 	Addrs       []netip.Prefix // the switch's addresses on the port: an L3 (routed) port; none = an L2 port
+	// MaxFrame is the longest frame the port's link takes (its MTU plus
+	// the Ethernet header and a VLAN tag): longer data frames bound for the
+	// port are dropped as too_long, as a switch port drops giants, instead
+	// of being handed to a device that would drop them unseen. 0 = no limit.
+	MaxFrame int
 }
 
 // MechConfig enables a registered mechanism on a port with its config (the
@@ -123,6 +128,7 @@ type Port struct {
 	mechs    []string           // names of the mechanisms enabled on the port
 
 	frames        int64                   // egress owner: frames in the port's data queues
+	maxFrame      uint32                  // PortConfig.MaxFrame (no limit: the largest uint32)
 	down          atomic.Bool             // the interface is down or gone
 	detachReq     atomic.Bool             // the interface is gone: workers reclaim and stop using its links
 	detachAcks    atomic.Int32            // links reclaimed since the last detach request
@@ -320,7 +326,10 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	}
 	now := s.clock.Now()
 	for i, pc := range cfg.Ports {
-		p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: pc.MAC, txLink: links[i][0], txDescs: make([]afxdp.Desc, 2*BatchSize)}
+		p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: pc.MAC, txLink: links[i][0], txDescs: make([]afxdp.Desc, 2*BatchSize), maxFrame: ^uint32(0)}
+		if pc.MaxFrame > 0 {
+			p.maxFrame = uint32(pc.MaxFrame)
+		}
 		l := links[i]
 		p.links.Store(&l)
 		if len(p.MAC) != 6 {

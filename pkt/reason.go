@@ -32,7 +32,7 @@ const (
 	ReasonTTL                  // the TTL or hop limit expired
 	ReasonNoRoute              // no route to the destination
 	ReasonNoNeighbor           // the next hop's MAC is not known yet (an ARP request went out)
-	ReasonTooLong              // a multi-buffer frame longer than the switch's largest frame (max_frame), or a buffer that overruns its UMEM frame
+	ReasonTooLong              // longer than the egress port's link takes (its MTU), or a multi-buffer frame longer than the switch's largest frame, or a buffer that overruns its UMEM frame
 	numBuiltin
 )
 

@@ -239,6 +239,7 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 			Name: pc.Name, Role: pc.RoleValue, MAC: mac, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes,
 			Scheduler: pc.Scheduler, Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
 			Mechanisms: mechs, DelayNs: int64(pc.DelayDur), RxDelayNs: int64(pc.RxDelayDur), Addrs: pc.Addrs,
+			MaxFrame: ifc.MTU + 18,
 		})
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)

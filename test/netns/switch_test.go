@@ -190,16 +190,21 @@ func TestReplacesStaleProgram(t *testing.T) {
 	}
 }
 
-// TestJumboFrames: with every veth at MTU 9000, gswitchd carries 9000-byte
-// frames as multi-buffer chains: a ping of 8972 bytes that may not be
-// fragmented gets through both ways, TCP with 8948-byte segments runs both
-// ways at a rate no switch that lost them could reach, the ports count
-// jumbo frames, and every UMEM frame and jumbo slot comes home. An MTU
-// beyond what gswitchd carries is still a clear error.
+// TestJumboFrames: with two hosts' veths at MTU 9000, gswitchd carries
+// 9000-byte frames as multi-buffer chains: a ping of 8972 bytes that may
+// not be fragmented gets through both ways, TCP with 8948-byte segments
+// runs both ways at a rate no switch that lost them could reach, and the
+// ports count jumbo frames. A third host at MTU 1500 gets full-size frames,
+// while jumbo frames for it are dropped at its port as too_long. Every UMEM
+// frame and jumbo slot comes home. An MTU beyond what gswitchd carries is
+// still a clear error.
 func TestJumboFrames(t *testing.T) {
-	tp := NewTopoMTU(t, 2, 9000)
+	tp := NewTopoMTU(t, 3, 9000)
+	h1, h2, h3 := tp.Hosts[0], tp.Hosts[1], tp.Hosts[2]
+	// Host 3's link stays at MTU 1500: jumbo frames for it are giants.
+	run(t, "ip", "link", "set", h3.Port, "mtu", "1500")
+	run(t, "ip", "-n", h3.NS, "link", "set", "eth0", "mtu", "1500")
 	sw := tp.StartSwitch("", nil)
-	h1, h2 := tp.Hosts[0], tp.Hosts[1]
 	if !strings.Contains(sw.log.String(), "multi-buffer chains") {
 		t.Errorf("gswitchd did not say it uses multi-buffer frames:\n%s", sw.log.String())
 	}
@@ -229,6 +234,17 @@ func TestJumboFrames(t *testing.T) {
 		if d := m[`gswitch_drops_total{port="`+p+`",reason="too_long"}`]; d != 0 {
 			t.Errorf("%s dropped %v frames as too long", p, d)
 		}
+	}
+	// Toward the MTU 1500 port, full-size frames pass and jumbo frames are
+	// dropped at its egress as too_long (the kernel would drop them unseen).
+	if out, err := h1.Exec(t, 15*time.Second, "ping", "-c", "3", "-i", "0.2", "-W", "2", "-M", "do", "-s", "1472", h3.IP); err != nil {
+		t.Fatalf("1472-byte ping to the MTU 1500 host: %v\n%s", err, out)
+	}
+	if out, err := h1.Exec(t, 15*time.Second, "ping", "-c", "3", "-i", "0.2", "-W", "1", "-M", "do", "-s", "8972", h3.IP); err == nil {
+		t.Fatalf("an 8972-byte ping reached the MTU 1500 host:\n%s", out)
+	}
+	if d := sw.Scrape()[`gswitch_drops_total{port="p3",reason="too_long"}`]; d < 3 {
+		t.Errorf("p3 counted %v too_long drops, want the 3 jumbo pings", d)
 	}
 	sw.CheckFramesBack()
 	sw.Stop()
