@@ -106,7 +106,9 @@ func (l *MemLink) Kick() {
 			l.Invalid++
 			continue
 		}
-		l.chain = append(l.chain, l.mem[d.Addr:d.Addr+uint64(d.Len)]...)
+		if l.Record {
+			l.chain = append(l.chain, l.mem[d.Addr:d.Addr+uint64(d.Len)]...)
+		}
 		l.comp = append(l.comp, d.Addr)
 		if more {
 			continue

@@ -750,9 +750,14 @@ func (s *Switch) slotBase(addr uint64) (uint64, bool) {
 // UMEM frame's, or its jumbo slot's.
 func (s *Switch) frameEnd(addr uint64) uint64 {
 	if s.sg {
-		if b, ok := s.slotBase(addr); ok {
-			return b + s.slotBytes
-		}
+		return s.slotEnd(addr)
+	}
+	return (addr | (s.frameSize - 1)) + 1 // kept small enough to inline
+}
+
+func (s *Switch) slotEnd(addr uint64) uint64 {
+	if b, ok := s.slotBase(addr); ok {
+		return b + s.slotBytes
 	}
 	return (addr | (s.frameSize - 1)) + 1
 }
