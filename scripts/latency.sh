@@ -21,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 . scripts/lib/topo.sh
+. scripts/lib/env.sh
 COUNT=${COUNT:-3000} INTERVAL=${INTERVAL:-0.002} CASES=${CASES:-"direct bridge gswitchd busy pinned"}
 OUT=${OUT:-results-latency-$(date +%Y%m%d-%H%M%S)}
 ID=$(topo_id lt)
@@ -35,13 +36,7 @@ cleanup_extra() {
 	ip netns del "$DNS-b" 2>/dev/null || true
 }
 trap 'cleanup_extra; exp_end' EXIT
-{
-	echo "date: $(date -Is)"
-	echo "kernel: $(uname -r); cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo)"
-	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "COUNT=$COUNT INTERVAL=$INTERVAL"
-	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-} >"$OUT/env.txt"
+env_header "COUNT=$COUNT INTERVAL=$INTERVAL" >"$OUT/env.txt"
 
 # pings NS ADDR NAME: COUNT pings, every RTT into OUT/NAME.txt, one row
 # (PING_PREFIX runs ping under a command, such as taskset).

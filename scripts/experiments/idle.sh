@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
+. scripts/lib/env.sh
 [ "$(id -u)" = 0 ] || { echo "idle.sh: run as root" >&2; exit 1; }
 N=${N:-7} SECS=${SECS:-30}
 OUT=${OUT:-results-idle-$(date +%Y%m%d-%H%M%S)}
@@ -34,13 +35,7 @@ trap cleanup EXIT
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 go build -o "$WORK/gswitchd" ./cmd/gswitchd
-{
-	echo "date: $(date -Is)"
-	echo "kernel: $(uname -r); cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo)"
-	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "N=$N SECS=$SECS"
-	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-} >"$OUT/env.txt"
+env_header "N=$N SECS=$SECS" >"$OUT/env.txt"
 for i in $(seq 1 "$N"); do
 	for s in a b; do
 		ip link add "${ID}s${i}$s" type veth peer name "${ID}p${i}$s"

@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 . scripts/lib/topo.sh
+. scripts/lib/env.sh
 REPS=${REPS:-3} DUR=${DUR:-10} MTUS=${MTUS:-"1500 9000"}
 OUT=${OUT:-results-jumbo-$(date +%Y%m%d-%H%M%S)}
 ID=$(topo_id jb)
@@ -24,13 +25,7 @@ exp_begin "$ID" 2 10.205.0
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 trap 'ip link del "$BR" 2>/dev/null || true; exp_end' EXIT
-{
-	echo "date: $(date -Is)"
-	echo "kernel: $(uname -r); cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo)"
-	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "REPS=$REPS DUR=$DUR MTUS=$MTUS CPUS=${CPUS:-}"
-	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-} >"$OUT/env.txt"
+env_header "REPS=$REPS DUR=$DUR MTUS=$MTUS CPUS=${CPUS:-}" >"$OUT/env.txt"
 P1=$(topo_port "$ID" 1) P2=$(topo_port "$ID" 2)
 H1=$ID-h1 H2=$ID-h2
 

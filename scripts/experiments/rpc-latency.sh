@@ -60,6 +60,7 @@
 # machine, and compare policies within one run.
 set -euo pipefail
 . "$(dirname "$0")/../lib/topo.sh"
+. "$(dirname "$0")/../lib/env.sh"
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 RATE=${RATE:-200Mbit} SIZE=${SIZE:-1KB} FLOWS=${FLOWS:-3000} RPS=${RPS:-400} WARM=${WARM:-2} BUFFER=${BUFFER:-}
@@ -116,15 +117,10 @@ stop_bg() {
 }
 trap 'stop_bg; exp_end' EXIT
 trap 'exit 130' INT TERM
-{
-	echo "date: $(date -Is)"
-	echo "kernel: $(uname -r); cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo)"
-	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)')"
-	echo "iperf3: $(iperf3 --version | head -1)"
-	echo "RATE=$RATE SIZE=$SIZE FLOWS=$FLOWS RPS=$RPS (load $LOAD of the port) WARM=$WARM BUFFER=${BUFFER:-default} SEED=$SEED"
-	echo "BULK=$BULK BULK_CC=$BULK_CC PFABRIC_RTO=$PFABRIC_RTO BASE_RTT=$BASE_RTT PFABRIC_PACE=${PFABRIC_PACE:-unpaced} PFABRIC_WINDOW=${PFABRIC_WINDOW:-default} RPC_RTO=${RPC_RTO:-default} QSAMPLES=$QSAMPLES CASES=$CASES"
-	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); CPUs busy over 1 s before: $(cpu_busy 1)%"
-} >"$OUT/env.txt"
+env_header "iperf3: $(iperf3 --version | head -1)" \
+	"RATE=$RATE SIZE=$SIZE FLOWS=$FLOWS RPS=$RPS (load $LOAD of the port) WARM=$WARM BUFFER=${BUFFER:-default} SEED=$SEED" \
+	"BULK=$BULK BULK_CC=$BULK_CC PFABRIC_RTO=$PFABRIC_RTO BASE_RTT=$BASE_RTT PFABRIC_PACE=${PFABRIC_PACE:-unpaced} PFABRIC_WINDOW=${PFABRIC_WINDOW:-default} RPC_RTO=${RPC_RTO:-default} QSAMPLES=$QSAMPLES CASES=$CASES" \
+	"CPUs busy over 1 s before: $(cpu_busy 1)%" >"$OUT/env.txt"
 
 metric_port() { # METRICS-FILE: the shaped port's lines
 	grep -E '^gswitch_(port_tx_(bytes|packets)_total|drops_total|queue_depth_bytes)\{.*port="p3"' "$1" || true
