@@ -94,7 +94,7 @@ type Config struct {
 	// the switch receives and sends frames as AF_XDP multi-buffer chains
 	// (the links must be bound with XDP_USE_SG) and keeps each whole in a
 	// jumbo slot: JumboSlots runs of contiguous UMEM frames, taken from the
-	// top of each worker's range (see doc.go, "Jumbo frames").
+	// top of each worker's range (jumbo.go; docs/architecture.md, "Jumbo frames").
 	MaxFrame   int
 	JumboSlots int   // 0 = a quarter of the UMEM's memory
 	Clock      Clock // nil = monotonic time
@@ -743,7 +743,7 @@ func (s *Switch) slotBase(addr uint64) (uint64, bool) {
 	if addr < w.jlo || addr >= w.hi {
 		return 0, false
 	}
-	return w.jlo + (addr-w.jlo)/s.slotBytes*s.slotBytes, true
+	return w.slotAt(addr), true
 }
 
 // frameEnd is the end of the UMEM memory the frame at addr may use: its

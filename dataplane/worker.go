@@ -271,7 +271,7 @@ func (w *worker) pass(now int64) bool {
 			continue
 		}
 		for n := r.Pop(w.addrs[:]); n > 0; n = r.Pop(w.addrs[:]) {
-			if w.s.sg {
+			if w.s.sg { // slots go back on their own list
 				for _, a := range w.addrs[:n] {
 					w.release(a)
 				}
@@ -446,7 +446,7 @@ func (w *worker) release(addr uint64) {
 	base := addr &^ (w.s.frameSize - 1)
 	if base >= w.lo && base < w.hi {
 		if base >= w.jlo { // a jumbo slot (never without Switch.sg: jlo = hi)
-			w.jfree = append(w.jfree, w.jlo+(base-w.jlo)/w.s.slotBytes*w.s.slotBytes)
+			w.jfree = append(w.jfree, w.slotAt(base))
 			return
 		}
 		w.free = append(w.free, base)
@@ -457,6 +457,11 @@ func (w *worker) release(addr uint64) {
 	if len(w.outRet[o]) == cap(w.outRet[o]) {
 		w.flushReturn(o)
 	}
+}
+
+// slotAt is the jumbo slot of this worker's range that holds addr (in [jlo, hi)).
+func (w *worker) slotAt(addr uint64) uint64 {
+	return w.jlo + (addr-w.jlo)/w.s.slotBytes*w.s.slotBytes
 }
 
 // flushReturn pushes staged frames onto worker o's return ring. The ring
