@@ -49,6 +49,16 @@ type Config struct {
 	// in some virtual machines costs tens of microseconds a wake-up
 	// (docs/results.md, Latency at low load).
 	CPUs []int `yaml:"cpus"`
+	// Nice is the workers' nice value (-20 to 19, default 0). On a machine
+	// the switch shares with busy hosts (namespaces, VMs), a negative value
+	// lets a woken worker run before them: the switch stands for hardware
+	// that the hosts' load does not slow.
+	Nice int `yaml:"nice"`
+	// Slice is the workers' scheduler time slice (Linux 6.12 and later,
+	// e.g. 100us; "" or 0 = the kernel's default, about 3 ms). A shorter
+	// slice gives a woken worker an earlier deadline, so the kernel runs it
+	// at once instead of after the running task's slice.
+	Slice string `yaml:"slice"`
 	// Buffer is the packet buffer all egress queues share, e.g. 16MB (default: half the UMEM).
 	Buffer string `yaml:"buffer"`
 	// Alpha is the dynamic threshold factor: a queue may hold Alpha x the free buffer (default 1; 0 turns it off).
@@ -66,6 +76,7 @@ type Config struct {
 	Control Control `yaml:"control"`
 
 	SpinDur     time.Duration   `yaml:"-"`
+	SliceDur    time.Duration   `yaml:"-"`
 	RouteTable  []RouteEntry    `yaml:"-"`
 	NeighborTab []NeighborEntry `yaml:"-"`
 	BufferBytes uint64          `yaml:"-"`
@@ -352,6 +363,15 @@ func (c *Config) validate() error {
 	var err error
 	if c.SpinDur, err = duration("spin", c.Spin, 50*time.Microsecond); err != nil {
 		return err
+	}
+	if c.Nice < -20 || c.Nice > 19 {
+		return fmt.Errorf("nice: %d out of range (-20, the most favoured, to 19; 0 = the default)", c.Nice)
+	}
+	if c.SliceDur, err = duration("slice", c.Slice, 0); err != nil {
+		return err
+	}
+	if c.SliceDur != 0 && (c.SliceDur < 100*time.Microsecond || c.SliceDur > 100*time.Millisecond) {
+		return fmt.Errorf("slice: %v out of range (the kernel takes 100us to 100ms; 0 = its default)", c.SliceDur)
 	}
 	if c.BufferBytes, err = ParseSize(c.Buffer); err != nil {
 		return fmt.Errorf("buffer: %w", err)

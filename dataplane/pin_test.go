@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,5 +63,50 @@ func TestWorkersPinnedToCPUs(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "cpus[1]") {
 		t.Fatalf("CPU 1023 accepted or not named: %v", err)
+	}
+}
+
+// TestWorkersNiceAndSlice: with Config.Nice and Config.Slice, every
+// worker's thread runs at that nice value with that scheduler slice, and
+// the other threads of the process keep theirs.
+func TestWorkersNiceAndSlice(t *testing.T) {
+	const nice = 7 // positive: allowed without privilege
+	const slice = 300 * time.Microsecond
+	withNice := func() (n int, slices []uint64) { // threads of this process at nice
+		tasks, _ := filepath.Glob("/proc/self/task/*")
+		for _, d := range tasks {
+			tid, err := strconv.Atoi(filepath.Base(d))
+			if err != nil {
+				continue
+			}
+			a, err := unix.SchedGetAttr(tid, 0)
+			if err != nil || a.Nice != nice {
+				continue
+			}
+			n++
+			slices = append(slices, a.Runtime)
+		}
+		return n, slices
+	}
+	before, _ := withNice()
+	s, _, _ := testSwitch(t, 2, 2, 1024, func(c *Config) { c.Nice, c.Slice = nice, slice })
+	if err := s.Start(); err != nil {
+		if strings.Contains(err.Error(), "slice") {
+			t.Skipf("this kernel takes no slice for ordinary threads: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	n, slices := withNice()
+	if n-before != 2 {
+		t.Fatalf("%d threads at nice %d after starting two workers with nice %d, want 2", n-before, nice, nice)
+	}
+	for _, sl := range slices {
+		if sl != uint64(slice) {
+			t.Errorf("a worker's slice is %v, want %v", time.Duration(sl), slice)
+		}
+	}
+	if before != 0 {
+		t.Logf("%d threads were at nice %d before", before, nice)
 	}
 }

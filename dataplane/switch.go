@@ -86,6 +86,8 @@ type Config struct {
 	BusyPoll     bool          // never sleep
 	SpinTime     time.Duration // how long an idle worker polls before sleeping; 0 = 50 µs
 	CPUs         []int         // worker i runs on CPUs[i mod len]; empty: anywhere
+	Nice         int           // the workers' nice value (0 = default)
+	Slice        time.Duration // the workers' scheduler slice (sched_setattr's runtime for SCHED_OTHER, Linux 6.12+); 0 = the kernel's
 	SharedBuffer uint64        // bytes of the buffer all egress queues share; 0 = half the UMEM
 	Alpha        float64       // dynamic threshold: a queue may take Alpha x the free buffer; 0 = off (gswitchd's config defaults to 1)
 	QueueFrames  float64       // fraction of each worker's UMEM frames the queues may hold (0 = 0.5)
@@ -800,6 +802,10 @@ func (s *Switch) Start() error {
 					return
 				}
 			}
+			if err := s.setSched(); err != nil {
+				pinned <- fmt.Errorf("worker %d: %w", w.id, err)
+				return
+			}
 			pinned <- nil
 			w.run()
 		}(w)
@@ -809,6 +815,26 @@ func (s *Switch) Start() error {
 		err = cmp.Or(err, <-pinned)
 	}
 	return err
+}
+
+// setSched gives the calling thread (a worker's) the configured nice value
+// and slice. Nice and slice are per thread in Linux; sched_setattr sets
+// both at once and keeps SCHED_OTHER.
+func (s *Switch) setSched() error {
+	if s.cfg.Nice == 0 && s.cfg.Slice == 0 {
+		return nil
+	}
+	a := unix.SchedAttr{Policy: 0 /* SCHED_OTHER */, Nice: int32(s.cfg.Nice), Runtime: uint64(s.cfg.Slice)}
+	err := unix.SchedSetAttr(0, &a, 0)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("nice: %d needs root or CAP_SYS_NICE (run gswitchd as root or set nice: 0): %w", s.cfg.Nice, err)
+	case errors.Is(err, unix.EINVAL) && s.cfg.Slice != 0:
+		return fmt.Errorf("slice: %v refused by the kernel (a slice for ordinary threads needs Linux 6.12; remove slice:): %w", s.cfg.Slice, err)
+	}
+	return fmt.Errorf("nice %d, slice %v: sched_setattr: %w", s.cfg.Nice, s.cfg.Slice, err)
 }
 
 // Stop stops the workers and waits for them. Frames still queued stay

@@ -9,6 +9,12 @@
 #   busy     gswitchd with busy_poll: true (a core spins even when idle)
 #   pinned   gswitchd with its worker pinned to CPU 0 (cpus: [0]) and ping
 #            under taskset -c 0, so no wake-up has to rouse the other CPU
+#   nice     gswitchd with its workers at nice NICE (default -10) and a
+#            scheduler slice of SLICE (default 100us), so a woken worker
+#            runs before busy threads of other programs
+#
+# LOAD=N runs N busy loops (nice 0, outside the namespaces) during every
+# case: the latency of a switch that shares its CPUs with other work.
 #
 # Each case sends COUNT pings (default 3000) every INTERVAL (default 2 ms)
 # and reports p50, p99, p99.9 and the largest RTT in µs, from ping's own
@@ -17,12 +23,13 @@
 #
 #   sudo scripts/latency.sh                  # about 40 s
 #   COUNT=1000 CASES="bridge gswitchd" sudo -E scripts/latency.sh
+#   LOAD=2 CASES="bridge gswitchd nice" sudo -E scripts/latency.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 . scripts/lib/topo.sh
 . scripts/lib/env.sh
-COUNT=${COUNT:-3000} INTERVAL=${INTERVAL:-0.002} CASES=${CASES:-"direct bridge gswitchd busy pinned"}
+COUNT=${COUNT:-3000} INTERVAL=${INTERVAL:-0.002} CASES=${CASES:-"direct bridge gswitchd busy pinned nice"} LOAD=${LOAD:-0}
 OUT=${OUT:-results-latency-$(date +%Y%m%d-%H%M%S)}
 ID=$(topo_id lt)
 BR=${ID}br
@@ -30,13 +37,19 @@ exp_begin "$ID" 2 10.203.0
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 DNS=${ID}d
+LOADPIDS=()
 cleanup_extra() {
+	for p in "${LOADPIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	ip link del "$BR" 2>/dev/null || true
 	ip netns del "$DNS-a" 2>/dev/null || true
 	ip netns del "$DNS-b" 2>/dev/null || true
 }
 trap 'cleanup_extra; exp_end' EXIT
-env_header "COUNT=$COUNT INTERVAL=$INTERVAL" >"$OUT/env.txt"
+env_header "COUNT=$COUNT INTERVAL=$INTERVAL LOAD=$LOAD NICE=${NICE:--10} SLICE=${SLICE:-100us}" >"$OUT/env.txt"
+for ((i = 0; i < LOAD; i++)); do
+	bash -c 'while :; do :; done' &
+	LOADPIDS+=($!)
+done
 
 # pings NS ADDR NAME: COUNT pings, every RTT into OUT/NAME.txt, one row
 # (PING_PREFIX runs ping under a command, such as taskset).
@@ -89,6 +102,13 @@ for c in $CASES; do
 		PING_PREFIX="taskset -c 0" pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
 		switch_stop
 		;;
+	nice)
+		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\nnice: %s\nslice: %s\nmetrics: "off"\ncontrol: {socket: off}\n' \
+			"$P1" "$P2" "${NICE:--10}" "${SLICE:-100us}" >"$WORK/gswitchd.yaml"
+		switch_start "$OUT/$c.log"
+		pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
+		switch_stop
+		;;
 	gswitchd | busy)
 		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\nbusy_poll: %s\nmetrics: "off"\ncontrol: {socket: off}\n' \
 			"$P1" "$P2" "$([ "$c" = busy ] && echo true || echo false)" >"$WORK/gswitchd.yaml"
@@ -96,7 +116,7 @@ for c in $CASES; do
 		pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
 		switch_stop
 		;;
-	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned)" >&2; exit 1 ;;
+	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned, nice)" >&2; exit 1 ;;
 	esac
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"

@@ -169,6 +169,7 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
 		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHoldDur,
 		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue, CPUs: cfg.CPUs,
+		Nice: cfg.Nice, Slice: cfg.SliceDur,
 	}
 	for _, r := range cfg.RouteTable {
 		lr := l3.Route{Prefix: r.Prefix}
@@ -294,6 +295,9 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	if err := sw.Start(); err != nil {
 		sw.Stop()
 		return err
+	}
+	if cfg.Nice != 0 || cfg.SliceDur != 0 {
+		log.Printf("workers at nice %d, scheduler slice %v (0: the kernel's)", cfg.Nice, cfg.SliceDur)
 	}
 	if len(cfg.CPUs) > 0 {
 		log.Printf("workers pinned to CPUs %v (worker i on cpus[i mod %d])", cfg.CPUs, len(cfg.CPUs))
