@@ -788,8 +788,10 @@ func (s *Switch) Start() error {
 		s.wg.Add(1)
 		go func(w *worker) {
 			defer s.wg.Done()
+			// Locked for good: the thread's timer slack, CPU set, nice value
+			// and slice are the worker's, and a goroutine that exits locked
+			// takes its thread with it instead of handing those to others.
 			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
 			// Wake from ppoll when asked, not up to 50 us later (the kernel's
 			// default timer slack): link delays and shaped frames are timed by it.
 			unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
