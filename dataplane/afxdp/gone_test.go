@@ -223,13 +223,30 @@ func waitRx(t *testing.T, s *Socket, n int) {
 }
 
 // pollOnce polls s's descriptor for timeout and returns the ready count,
-// the events and how long it took.
-func pollOnce(fd int, events int16, timeout time.Duration) (int, int16, time.Duration) {
+// the events and how long it took. It may run on any goroutine (it reports
+// errors with t.Errorf).
+func pollOnce(t *testing.T, fd int, events int16, timeout time.Duration) (int, int16, time.Duration) {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: events}}
-	ts := unix.NsecToTimespec(timeout.Nanoseconds())
 	start := time.Now()
-	n, _ := unix.Ppoll(pfd, &ts, nil)
-	return n, pfd[0].Revents, time.Since(start)
+	for {
+		// A signal (the Go runtime preempts goroutines with SIGURG, more
+		// often under -race) ends ppoll early with EINTR: poll again for
+		// the rest of the timeout, as a worker's sleep would.
+		left := timeout - time.Since(start)
+		if left < 0 {
+			left = 0
+		}
+		ts := unix.NsecToTimespec(left.Nanoseconds())
+		pfd[0].Revents = 0
+		n, err := unix.Ppoll(pfd, &ts, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Errorf("ppoll(%#x, %v): %v", events, timeout, err)
+		}
+		return n, pfd[0].Revents, time.Since(start)
+	}
 }
 
 func soError(t *testing.T, fd int) unix.Errno {
@@ -354,7 +371,7 @@ func TestInterfaceDeleted(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatalf("Err before the delete: %v", err)
 	}
-	if n, ev, _ := pollOnce(s.FD(), unix.POLLIN, 0); n != 1 || ev != unix.POLLIN {
+	if n, ev, _ := pollOnce(t, s.FD(), unix.POLLIN, 0); n != 1 || ev != unix.POLLIN {
 		t.Fatalf("poll before the delete with 3 frames on the rx ring: n=%d revents=%#x, want POLLIN", n, ev)
 	}
 
@@ -368,7 +385,7 @@ func TestInterfaceDeleted(t *testing.T) {
 	go func() {
 		// POLLIN would fire at once (frames on the rx ring): wait for
 		// errors and hangups only, as ppoll always does.
-		n, ev, took := pollOnce(s.FD(), 0, 600*time.Millisecond)
+		n, ev, took := pollOnce(t, s.FD(), 0, 600*time.Millisecond)
 		asleep <- pollResult{n, ev, took}
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -384,7 +401,7 @@ func TestInterfaceDeleted(t *testing.T) {
 	if r.n != 0 || r.took < 500*time.Millisecond {
 		t.Errorf("ppoll asleep across the delete returned n=%d revents=%#x after %v; want a plain timeout (the kernel's xsk_poll reports no events for an unbound socket)", r.n, r.revents, r.took)
 	}
-	n, ev, took := pollOnce(s.FD(), unix.POLLIN|unix.POLLOUT, 50*time.Millisecond)
+	n, ev, took := pollOnce(t, s.FD(), unix.POLLIN|unix.POLLOUT, 50*time.Millisecond)
 	t.Logf("ppoll(POLLIN|POLLOUT) after the delete: n=%d revents=%#x after %v", n, ev, took.Round(time.Millisecond))
 	if n != 0 || took < 40*time.Millisecond {
 		t.Errorf("ppoll(POLLIN|POLLOUT) after the delete: n=%d revents=%#x after %v, want a timeout with no events", n, ev, took)
@@ -456,7 +473,7 @@ func TestInterfaceDownUp(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() { _ = s.Err() }); a != 0 {
 		t.Errorf("Err allocates %.1f times per call", a)
 	}
-	n, ev, took := pollOnce(s.FD(), unix.POLLIN|unix.POLLOUT, 50*time.Millisecond)
+	n, ev, took := pollOnce(t, s.FD(), unix.POLLIN|unix.POLLOUT, 50*time.Millisecond)
 	t.Logf("ppoll(POLLIN|POLLOUT) with the interface down: n=%d revents=%#x after %v", n, ev, took.Round(time.Millisecond))
 	if n != 0 || took < 40*time.Millisecond {
 		t.Errorf("ppoll with the interface down: n=%d revents=%#x after %v, want a timeout with no events", n, ev, took)
