@@ -41,7 +41,10 @@ type Config struct {
 	BindMode string `yaml:"bind_mode"`
 	// BusyPoll keeps workers polling when idle instead of sleeping in poll().
 	BusyPoll bool `yaml:"busy_poll"`
-	// Spin is how long an idle worker polls before it sleeps, e.g. 50us.
+	// Spin is how long an idle worker polls before it sleeps, e.g. 50us
+	// (default); 0: it sleeps at once. Spinning saves a wake-up when frames
+	// come less than Spin apart, and costs a CPU at those rates: several
+	// switches sharing a few CPUs with their hosts want 0 (docs/results.md).
 	Spin string `yaml:"spin"`
 	// CPUs pins the workers: worker i runs on CPU CPUs[i mod len(CPUs)].
 	// Empty: the kernel places them. A worker that sleeps and is woken on
@@ -60,6 +63,12 @@ type Config struct {
 	// slice gives a woken worker an earlier deadline, so the kernel runs it
 	// at once instead of after the running task's slice.
 	Slice string `yaml:"slice"`
+	// CatchUp is the line time a shaped port may make up at once after its
+	// worker ran late while frames waited, e.g. 5ms ("" = the default,
+	// DefaultCatchUp; 0 = none: the port loses the time). A real line keeps
+	// sending from its NIC's ring while the CPU is away; a worker on a busy
+	// machine may be away for milliseconds (docs/results.md).
+	CatchUp string `yaml:"catchup"`
 	// Buffer is the packet buffer all egress queues share, e.g. 16MB (default: half the UMEM).
 	Buffer string `yaml:"buffer"`
 	// Alpha is the dynamic threshold factor: a queue may hold Alpha x the free buffer (default 1; 0 turns it off).
@@ -78,6 +87,7 @@ type Config struct {
 
 	SpinDur     time.Duration   `yaml:"-"`
 	SliceDur    time.Duration   `yaml:"-"`
+	CatchUpDur  time.Duration   `yaml:"-"`
 	RouteTable  []RouteEntry    `yaml:"-"`
 	NeighborTab []NeighborEntry `yaml:"-"`
 	BufferBytes uint64          `yaml:"-"`
@@ -204,6 +214,9 @@ type Mechanism struct {
 const (
 	MaxUMEM  = 8 << 30 // bytes of UMEM (frames x frame_size)
 	MaxBurst = 1 << 32 // bytes of a shaper's bucket
+	// DefaultCatchUp is the line time a shaped port makes up after its
+	// worker ran late (the catchup key).
+	DefaultCatchUp = 5 * time.Millisecond
 )
 
 // Defaults.
@@ -373,6 +386,12 @@ func (c *Config) validate() error {
 	}
 	if c.SliceDur != 0 && (c.SliceDur < 100*time.Microsecond || c.SliceDur > 100*time.Millisecond) {
 		return fmt.Errorf("slice: %v out of range (the kernel takes 100us to 100ms; 0 = its default)", c.SliceDur)
+	}
+	if c.CatchUpDur, err = duration("catchup", c.CatchUp, DefaultCatchUp); err != nil {
+		return err
+	}
+	if c.CatchUpDur < 0 || c.CatchUpDur > time.Second {
+		return fmt.Errorf("catchup: %v out of range (0, none, to 1s)", c.CatchUpDur)
 	}
 	if c.BufferBytes, err = ParseSize(c.Buffer); err != nil {
 		return fmt.Errorf("buffer: %w", err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gswitch/gswitch/mech/afq"
 	_ "github.com/gswitch/gswitch/mech/all"
@@ -59,6 +60,9 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		"ports: [{interface: a}]\nnice: -21":                        "nice: -21 out of range",
 		"ports: [{interface: a}]\nslice: 10us":                      "slice: 10µs out of range",
 		"ports: [{interface: a}]\nslice: soon":                      "slice:",
+		"ports: [{interface: a}]\ncatchup: -1ms":                    "catchup:",
+		"ports: [{interface: a}]\ncatchup: 2s":                      "catchup: 2s out of range",
+		"ports: [{interface: a}]\ncatchup: lots":                    "catchup:",
 		"ports: {interface: a}":                                     "config:",
 		"":                                                          "empty config",
 		"ports: [":                                                  "not valid YAML",
@@ -249,5 +253,24 @@ func TestL3ErrorsNameTheField(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to contain %q", in, err, want)
 		}
+	}
+}
+
+// TestSpinAndCatchUp: spin and catchup have their defaults when absent, and
+// 0 turns each off.
+func TestSpinAndCatchUp(t *testing.T) {
+	c, err := Parse([]byte("ports: [{interface: a}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SpinDur != 50*time.Microsecond || c.CatchUpDur != DefaultCatchUp {
+		t.Fatalf("defaults: spin %v, catchup %v", c.SpinDur, c.CatchUpDur)
+	}
+	c, err = Parse([]byte("ports: [{interface: a}]\nspin: 0\ncatchup: 0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SpinDur != 0 || c.CatchUpDur != 0 {
+		t.Fatalf("spin: 0, catchup: 0 read as %v, %v", c.SpinDur, c.CatchUpDur)
 	}
 }

@@ -222,6 +222,7 @@ func (w *worker) serve(p *Port, now int64) bool {
 		room = min(BatchSize, p.dline.free())
 	}
 	nl, nd := 0, 0
+	p.idle = false
 	for nl+nd < room && p.shaper.Ready(now) {
 		var pk *pkt.Packet
 		switch {
@@ -241,9 +242,17 @@ func (w *worker) serve(p *Port, now int64) bool {
 			nd++
 		}
 		if pk == nil {
+			p.idle = true // nothing eligible: the next arrival, emit or resume wakes the worker
 			break
 		}
 		p.shaper.Take(pk.Len)
+	}
+	// Frames left for the shaper or for want of room (the batch, the tx
+	// ring): the line stays busy, and time the worker is late for it may be
+	// made up (shaper, Late service).
+	p.shaper.Backlogged(!p.idle && queued(p))
+	if l := p.shaper.TakeLate(); l > 0 {
+		w.ctr[p.Index].txLateNs.Add(uint64(l))
 	}
 	if nd > 0 && (len(p.observe) > 0 || len(p.egressH) > 0) {
 		b := &w.batch

@@ -37,12 +37,24 @@ func (s *Switch) SetPortRate(port int, bits uint64, burst int64) error {
 	if port < 0 || port >= len(s.ports) {
 		return fmt.Errorf("no port %d", port)
 	}
-	b, err := shaper.New(bits, burst, s.clock.Now())
+	b, err := s.newShaper(bits, burst, s.clock.Now())
 	if err != nil {
 		return err
 	}
 	s.post(port, portSettings{shaper: b})
 	return nil
+}
+
+// newShaper is a port's shaper with the switch's catch-up (Config.CatchUp).
+func (s *Switch) newShaper(bits uint64, burst int64, now int64) (*shaper.Bucket, error) {
+	b, err := shaper.New(bits, burst, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.SetCatchUp(int64(s.cfg.CatchUp)); err != nil {
+		return nil, fmt.Errorf("catchup: %w", err)
+	}
+	return b, nil
 }
 
 // SetQuantum changes the DRR quantum (bytes of credit per turn) of port's

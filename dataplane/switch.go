@@ -84,9 +84,10 @@ type Config struct {
 	HandoffSize  int           // slots of each worker-to-port handoff ring; 0 = 1024
 	FillTarget   int           // frames to keep on each fill ring; 0 = automatic
 	BusyPoll     bool          // never sleep
-	SpinTime     time.Duration // how long an idle worker polls before sleeping; 0 = 50 µs
+	SpinTime     time.Duration // how long an idle worker polls before sleeping; 0 = 50 µs, negative = it sleeps at once
 	CPUs         []int         // worker i runs on CPUs[i mod len]; empty: anywhere
 	Nice         int           // the workers' nice value (0 = default)
+	CatchUp      time.Duration // line time a shaped port may make up after its worker ran late (shaper.Bucket.SetCatchUp); 0 = none
 	Slice        time.Duration // the workers' scheduler slice (sched_setattr's runtime for SCHED_OTHER, Linux 6.12+); 0 = the kernel's
 	SharedBuffer uint64        // bytes of the buffer all egress queues share; 0 = half the UMEM
 	Alpha        float64       // dynamic threshold: a queue may take Alpha x the free buffer; 0 = off (gswitchd's config defaults to 1)
@@ -114,6 +115,7 @@ type Port struct {
 	txLink Link                   // egress worker: links[0], which transmits
 	owner  []int                  // worker of each link
 	egress int                    // worker that owns the egress (the owner of links[0])
+	egw    *worker                // that worker
 
 	sched   sched.Scheduler
 	evictor sched.Evictor // the scheduler, when one arrival can evict several packets (nil otherwise)
@@ -130,6 +132,7 @@ type Port struct {
 	mechs    []string           // names of the mechanisms enabled on the port
 
 	frames        int64                   // egress owner: frames in the port's data queues
+	idle          bool                    // egress owner: the last pass found nothing eligible (queues empty or paused)
 	maxFrame      uint32                  // PortConfig.MaxFrame (no limit: the largest uint32)
 	down          atomic.Bool             // the interface is down or gone
 	detachReq     atomic.Bool             // the interface is gone: workers reclaim and stop using its links
@@ -168,8 +171,20 @@ func (p *Port) Scheduler() sched.Scheduler { return p.sched }
 // PauseQueue stops egress queue q of the port (any goroutine); its packets stay.
 func (p *Port) PauseQueue(q int) { p.sched.Pause(q) }
 
-// ResumeQueue serves egress queue q again (any goroutine).
-func (p *Port) ResumeQueue(q int) { p.sched.Resume(q) }
+// ResumeQueue serves egress queue q again and wakes the port's egress
+// worker (any goroutine). A worker whose ports hold only paused frames
+// sleeps until something wakes it, so a resume must go through here (or
+// Switch.ResumeQueue), not straight to the scheduler.
+func (p *Port) ResumeQueue(q int) {
+	p.sched.Resume(q)
+	if w := p.egw; w != nil {
+		w.resumed.Store(true)
+		w.wakeIfSleeping()
+	}
+}
+
+// ResumeQueue is Port.ResumeQueue for port (any goroutine).
+func (s *Switch) ResumeQueue(port, q int) { s.ports[port].ResumeQueue(q) }
 
 // ControlDepth is the depth of the port's control lane (any goroutine).
 func (p *Port) ControlDepth() (uint64, uint32) { return p.ctrl.Depth() }
@@ -361,7 +376,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		if p.ctrl, err = queues.NewFIFO(256<<10, 256); err != nil {
 			return nil, err
 		}
-		if p.shaper, err = shaper.New(pc.RateBits, pc.BurstBytes, now); err != nil {
+		if p.shaper, err = s.newShaper(pc.RateBits, pc.BurstBytes, now); err != nil {
 			return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 		}
 		p.rateBits.Store(p.shaper.RateBits())
@@ -411,6 +426,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			k++
 		}
 		p.egress = p.owner[0]
+		p.egw = s.workers[p.egress]
 		s.workers[p.egress].egress = append(s.workers[p.egress].egress, p)
 		p.in = make([]*ring.SPSC[pkt.Packet], cfg.Workers)
 		p.emitIn = make([]*ring.SPSC[pkt.Packet], cfg.Workers)
@@ -949,6 +965,7 @@ func (s *Switch) QueueFrameLimit(w int) int64 { return s.workers[w].queueLimit }
 type PortCounters struct {
 	RxPackets, RxBytes, TxPackets, TxBytes uint64
 	Flooded                                uint64 // frames received on this port that were flooded
+	TxLateNs                               uint64 // line time (ns) the shaped port lost while frames waited, its worker running later than the shaper's catch-up allows
 	Drops                                  [pkt.MaxReasons]uint64
 	Malformed                              [pkt.NumErrs]uint64
 	ControlRx                              [256]uint64 // control messages received, by GC type
@@ -967,6 +984,7 @@ func (s *Switch) Counters(i int) PortCounters {
 		c.TxPackets += k.txPackets.Load()
 		c.TxBytes += k.txBytes.Load()
 		c.Flooded += k.flooded.Load()
+		c.TxLateNs += k.txLateNs.Load()
 		for r := range k.drops {
 			c.Drops[r] += k.drops[r].Load()
 		}
@@ -997,12 +1015,13 @@ func (s *Switch) Unrouted() (c [256]uint64) {
 // WorkerStats are a worker's loop counters.
 type WorkerStats struct {
 	Passes, Sleeps, Wakeups uint64
+	Spinning                bool // at its last sleep, the worker was spinning before sleeping (spin.go)
 }
 
 // WorkerStats returns worker w's counters (any goroutine).
 func (s *Switch) WorkerStats(w int) WorkerStats {
 	wk := s.workers[w]
-	return WorkerStats{Passes: wk.passes.Load(), Sleeps: wk.sleeps.Load(), Wakeups: wk.wakeups.Load()}
+	return WorkerStats{Passes: wk.passes.Load(), Sleeps: wk.sleeps.Load(), Wakeups: wk.wakeups.Load(), Spinning: wk.spinning.Load()}
 }
 
 var _ mech.Switch = (*Switch)(nil)

@@ -68,6 +68,7 @@ func (w *worker) receiveDelayed(q *rxQueue, now int64) bool {
 // portCtr are a worker's counters for one port. Only the worker writes them.
 type portCtr struct {
 	rxPackets, rxBytes, txPackets, txBytes, flooded atomic.Uint64
+	txLateNs                                        atomic.Uint64 // line time the shaper lost while frames waited (egress worker)
 	drops                                           [pkt.MaxReasons]atomic.Uint64
 	malformed                                       [pkt.NumErrs]atomic.Uint64
 	controlRx, forged, emitted, emitFailed          [256]atomic.Uint64
@@ -136,10 +137,12 @@ type worker struct {
 	unpollable bool  // some link has no descriptor to poll (in-memory links)
 	ts         unix.Timespec
 	sleeping   atomic.Bool
+	resumed    atomic.Bool // a paused queue of one of its ports was resumed (any goroutine): pass again before sleeping
 
 	freeLen, inFill, staged atomic.Int64
 	assembling              atomic.Int64 // jumbo slots of multi-buffer frames still arriving
 	passes, sleeps, wakeups atomic.Uint64
+	spinning                atomic.Bool // the worker spins before it sleeps (adaptive spinning; for metrics)
 }
 
 func newWorker(s *Switch, id int) (*worker, error) {
@@ -236,22 +239,39 @@ func (w *worker) buildPoll() {
 	}
 }
 
-// run is the worker's loop: pass after pass, sleeping when idle.
+// run is the worker's loop: pass after pass, sleeping when idle, after
+// spinning up to SpinTime while spinning pays (spin.go).
 func (w *worker) run() {
 	s := w.s
-	spin := int64(s.cfg.SpinTime)
+	spin := max(int64(s.cfg.SpinTime), 0)
+	sp := newSpinner()
 	last := s.clock.Now()
+	idle := false // the passes since last found nothing
 	for !s.stopping.Load() {
 		now := s.clock.Now()
 		if w.pass(now) {
+			if idle && spin > 0 {
+				sp.hit() // the spin ended in work
+			}
+			idle = false
 			last = now
 			continue
 		}
-		if s.cfg.BusyPoll || now-last < spin {
+		idle = true
+		if s.cfg.BusyPoll || (now-last < spin && sp.on()) {
 			continue
 		}
+		w.spinning.Store(sp.on() && spin > 0)
 		w.sleep(now)
 		last = s.clock.Now()
+		if spin > 0 {
+			if last-now < spin {
+				sp.hit() // woken soon: a spin would have caught it
+			} else {
+				sp.miss()
+			}
+		}
+		idle = false
 	}
 }
 
@@ -491,41 +511,7 @@ func (w *worker) wake() {
 // sleep blocks in ppoll until a socket has frames, another worker hands
 // over work, the next shaped frame may leave or a mechanism's timer is due.
 func (w *worker) sleep(now int64) {
-	// Nothing to do on a timer: sleep until woken (a socket, another worker,
-	// a port state change). The bound only guards against a wake-up lost
-	// to a bug; an idle switch must cost nothing, so it is long.
-	timeout := int64(1e9)
-	for _, p := range w.egress {
-		if queued(p) {
-			wait := p.shaper.Wait(now)
-			if p.credit != nil && !p.credit.q.Empty() {
-				if cw := p.credit.wait(now); cw > wait {
-					wait = cw
-				}
-			}
-			if wait == 0 {
-				wait = 20e3 // tx ring full: look again soon
-			}
-			timeout = min(timeout, wait)
-		}
-		if dl := p.dline; dl != nil && dl.n > 0 {
-			timeout = min(timeout, max(dl.head().due-now, 1))
-		}
-		if p.txOutstanding.Load() > 0 && !p.down.Load() {
-			timeout = min(timeout, 200e3) // completions to reap (a down port's tx ring does not move)
-		}
-	}
-	for i := range w.tickers {
-		timeout = min(timeout, max(w.tickers[i].next-now, 0))
-	}
-	for _, q := range w.rx {
-		if q.dly != nil && q.dly.n > 0 {
-			timeout = min(timeout, max(q.dly.head().due-now, 1))
-		}
-	}
-	if w.unpollable {
-		timeout = min(timeout, 1e6) // a link with no descriptor cannot wake us: look every millisecond
-	}
+	timeout := w.sleepTimeout(now)
 	if timeout <= 0 {
 		return
 	}
@@ -552,7 +538,58 @@ func (w *worker) sleep(now int64) {
 	}
 }
 
+// sleepTimeout is how long the worker may sleep after a pass at now that
+// found nothing to do: until the first timer it has (a shaped frame, a
+// credit, the wire's delay, a mechanism's tick), or 0 to pass again at
+// once.
+func (w *worker) sleepTimeout(now int64) int64 {
+	// Nothing to do on a timer: sleep until woken (a socket, another worker,
+	// a port state change). The bound only guards against a wake-up lost
+	// to a bug; an idle switch must cost nothing, so it is long.
+	timeout := int64(1e9)
+	for _, p := range w.egress {
+		if queued(p) {
+			wait := p.shaper.Wait(now)
+			if p.credit != nil && !p.credit.q.Empty() {
+				if cw := p.credit.wait(now); cw > wait {
+					wait = cw
+				}
+			}
+			switch {
+			case wait > 0:
+				timeout = min(timeout, wait)
+			case p.idle:
+				// Nothing eligible (the queues hold only paused frames):
+				// an arrival, an emit or a resume (ResumeQueue) wakes us.
+			default:
+				timeout = min(timeout, 20e3) // tx ring full: look again soon
+			}
+		}
+		if dl := p.dline; dl != nil && dl.n > 0 {
+			timeout = min(timeout, max(dl.head().due-now, 1))
+		}
+		if p.txOutstanding.Load() > 0 && !p.down.Load() {
+			timeout = min(timeout, 200e3) // completions to reap (a down port's tx ring does not move)
+		}
+	}
+	for i := range w.tickers {
+		timeout = min(timeout, max(w.tickers[i].next-now, 0))
+	}
+	for _, q := range w.rx {
+		if q.dly != nil && q.dly.n > 0 {
+			timeout = min(timeout, max(q.dly.head().due-now, 1))
+		}
+	}
+	if w.unpollable {
+		timeout = min(timeout, 1e6) // a link with no descriptor cannot wake us: look every millisecond
+	}
+	return timeout
+}
+
 func (w *worker) inboundPending() bool {
+	if w.resumed.Swap(false) {
+		return true
+	}
 	for i := range w.tickers {
 		if w.tickers[i].soon.Load() {
 			return true

@@ -243,9 +243,14 @@ type Switch interface {
 	EgressWorker(port int) int
 	// Emitter returns worker w's emitter (use it only from worker w's hooks).
 	Emitter(w int) Emitter
-	// Scheduler returns port's scheduler. Only Depth, Pause, Resume and
-	// Paused may be called from outside the port's egress worker.
+	// Scheduler returns port's scheduler. Only Depth, Pause and Paused
+	// may be called from outside the port's egress worker; resume a queue
+	// with ResumeQueue.
 	Scheduler(port int) sched.Scheduler
+	// ResumeQueue resumes queue q of port's scheduler and wakes the port's
+	// egress worker, which sleeps while its queues hold only paused frames
+	// (any goroutine, the egress worker's own ticks included).
+	ResumeQueue(port, q int)
 	// SetCreditLane meters port's credit lane to rateBits with a bucket of
 	// burst bytes and a queue of queueLen frames. Call it from New.
 	SetCreditLane(port int, rateBits uint64, burst, queueLen int) error

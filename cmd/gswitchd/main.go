@@ -168,8 +168,8 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	dcfg := dataplane.Config{
 		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
 		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHoldDur,
-		BusyPoll: cfg.BusyPoll, SpinTime: cfg.SpinDur, SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue, CPUs: cfg.CPUs,
-		Nice: cfg.Nice, Slice: cfg.SliceDur,
+		BusyPoll: cfg.BusyPoll, SpinTime: spinTime(cfg.SpinDur), SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue, CPUs: cfg.CPUs,
+		Nice: cfg.Nice, Slice: cfg.SliceDur, CatchUp: cfg.CatchUpDur,
 	}
 	for _, r := range cfg.RouteTable {
 		lr := l3.Route{Prefix: r.Prefix}
@@ -495,4 +495,14 @@ func checkMTU(i int, ifname string, mtu, frameSize int) (sg bool, err error) {
 			i, ifname, mtu, mtu+18, dataplane.MaxJumboFrame, ifname, dataplane.MaxJumboFrame-18)
 	}
 	return true, nil
+}
+
+// spinTime is the dataplane's SpinTime for the spin key: "spin: 0" means
+// no spinning, which the dataplane spells as a negative time (its zero is
+// the default).
+func spinTime(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

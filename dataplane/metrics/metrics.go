@@ -41,6 +41,7 @@ var (
 	dRxBytes    = desc("port_rx_bytes_total", "Bytes received on the port (frames without FCS).", "port")
 	dTxPackets  = desc("port_tx_packets_total", "Frames sent on the port.", "port")
 	dTxBytes    = desc("port_tx_bytes_total", "Bytes sent on the port (frames without FCS).", "port")
+	dTxLate     = desc("port_tx_late_seconds_total", "Line time the shaped port lost while frames waited to leave: its worker came back later than the shaper's catch-up could make up (see the catch_up port key).", "port")
 	dFlooded    = desc("port_flooded_total", "Frames received on the port that were flooded (broadcast, multicast or unknown destination).", "port")
 	dDrops      = desc("drops_total", "Frames dropped by the switch, by port and reason. Ingress reasons (malformed, same_port, bad_descriptor) count on the ingress port, the others on the egress port.", "port", "reason")
 	dMalformed  = desc("malformed_total", "Malformed frames received, by what was wrong.", "port", "kind")
@@ -70,7 +71,8 @@ var (
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
-	allDescs    = []*prometheus.Desc{dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dForged, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	dSpinning   = desc("worker_spinning", "1 while the worker polls for up to the spin time before it sleeps: it does so while frames mostly come within that time of each other (adaptive spinning).", "worker")
+	allDescs    = []*prometheus.Desc{dSpinning, dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dForged, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dTxLate, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -95,6 +97,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dRxBytes, k.RxBytes, p.Name)
 		counter(dTxPackets, k.TxPackets, p.Name)
 		counter(dTxBytes, k.TxBytes, p.Name)
+		ch <- prometheus.MustNewConstMetric(dTxLate, prometheus.CounterValue, float64(k.TxLateNs)/1e9, p.Name)
 		counter(dFlooded, k.Flooded, p.Name)
 		for r := 1; r < pkt.NumReasons(); r++ {
 			counter(dDrops, k.Drops[r], p.Name, pkt.Reason(r).String())
@@ -193,6 +196,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dPasses, st.Passes, ws)
 		counter(dSleeps, st.Sleeps, ws)
 		counter(dWakeups, st.Wakeups, ws)
+		spinning := 0.0
+		if st.Spinning {
+			spinning = 1
+		}
+		gauge(dSpinning, spinning, ws)
 	}
 }
 

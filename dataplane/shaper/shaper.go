@@ -13,6 +13,20 @@
 // negative. So the shaper never needs to know the next frame's size in
 // advance and the port stays pull-only.
 //
+// # Late service
+//
+// A line serializes frames whether or not the CPU that feeds it is
+// running; the worker that plays the line here is a thread, and on a busy
+// machine it may come back milliseconds after the frame it should have
+// sent. A bucket capped at Burst would lose that time: the port idles
+// although frames waited. So while the port is backlogged (its owner says
+// so with Backlogged at the end of each pass) the bucket may fill past
+// Burst up to CatchUp, which lets the port send what the line would have
+// sent meanwhile, in one batch, as a NIC drains its tx ring after the CPU
+// comes back. Time the port was backlogged beyond CatchUp is lost and
+// counted (Late). Once the port has nothing eligible to send, the bucket
+// is clamped to Burst again: an idle line banks no time.
+//
 // A Bucket belongs to the worker that owns the port's egress; it is not safe
 // for concurrent use. Time is passed in (nanoseconds), so tests drive it
 // with a fake clock.
@@ -37,11 +51,13 @@ const maxBurst = 1 << 32
 
 // Bucket is a token bucket. The zero value is an unlimited shaper.
 type Bucket struct {
-	rate   int64 // bytes per second; 0 = unlimited
-	burst  int64 // bucket depth in byte·ns/s units (bytes * 1e9)
-	tokens int64 // same units
-	last   int64 // time of the last refill, ns
-	full   int64 // ns after which an idle bucket is full again
+	rate    int64 // bytes per second; 0 = unlimited
+	burst   int64 // bucket depth in byte·ns/s units (bytes * 1e9)
+	catchup int64 // depth while backlogged, same units (>= burst)
+	tokens  int64 // same units
+	last    int64 // time of the last refill, ns
+	backlog bool  // the owner's last pass left frames it could not send for tokens
+	late    int64 // ns of line time lost while backlogged, not yet taken by TakeLate
 }
 
 // New returns a shaper for bitsPerSec with the given burst in bytes (0
@@ -82,8 +98,45 @@ func newBucket(rate, burstBytes, now int64) (*Bucket, error) {
 	}
 	b := &Bucket{rate: rate, burst: burstBytes * 1e9, last: now}
 	b.tokens = b.burst
-	b.full = b.burst / rate
+	b.catchup = b.burst
 	return b, nil
+}
+
+// SetCatchUp lets a backlogged bucket fill up to ns of line time beyond
+// its depth (0: no catch-up; see the package comment, Late service). At
+// most maxBurst bytes in all.
+func (b *Bucket) SetCatchUp(ns int64) error {
+	if b.rate == 0 {
+		return nil
+	}
+	if ns < 0 || ns > 10e9 {
+		return fmt.Errorf("catch-up %dns out of range [0, 10s]", ns)
+	}
+	c := float64(b.burst/1e9) + float64(ns)*float64(b.rate)/1e9 // ns x rate may not fit in 64 bits
+	if c > maxBurst {
+		return fmt.Errorf("catch-up of %dns at %d bit/s is %.0f B, more than %d B", ns, b.rate*8, c, int64(maxBurst))
+	}
+	b.catchup = int64(c) * 1e9
+	return nil
+}
+
+// Backlogged tells the bucket whether the owner's pass that just ended
+// left frames waiting for tokens or for room on the port's ring (true), or
+// ended because nothing was eligible (false, which also clamps the bucket
+// to its depth).
+func (b *Bucket) Backlogged(yes bool) {
+	b.backlog = yes
+	if !yes && b.tokens > b.burst {
+		b.tokens = b.burst
+	}
+}
+
+// TakeLate returns the line time, in ns, that the port lost while
+// backlogged since the last call: time beyond what CatchUp could bank.
+func (b *Bucket) TakeLate() int64 {
+	l := b.late
+	b.late = 0
+	return l
 }
 
 // Unlimited reports whether the shaper lets everything through.
@@ -98,14 +151,21 @@ func (b *Bucket) refill(now int64) {
 	if dt <= 0 {
 		return
 	}
-	if dt >= b.full+(b.burst-b.tokens)/b.rate {
-		b.tokens = b.burst
+	limit := b.burst
+	if b.backlog {
+		limit = b.catchup
+	}
+	// need is the time to fill up to limit, rounded up; dt*rate stays
+	// below limit-tokens+rate, so it cannot overflow.
+	need := (limit - b.tokens + b.rate - 1) / b.rate
+	if dt >= need {
+		if b.backlog {
+			b.late += dt - need
+		}
+		b.tokens = limit
 		return
 	}
 	b.tokens += dt * b.rate
-	if b.tokens > b.burst {
-		b.tokens = b.burst
-	}
 }
 
 // Ready reports whether a frame may leave at now.

@@ -119,7 +119,7 @@ func (b *BFC) setQueue(s *port, q int, pause bool) {
 		s.sch.Pause(q)
 	} else {
 		s.up.paused.And(^bit)
-		s.sch.Resume(q)
+		b.sw.ResumeQueue(s.idx, q)
 	}
 }
 
@@ -146,7 +146,7 @@ func (b *BFC) watchdog(s *port, now int64) {
 		s.m.watchdog.Add(uint64(bits.OnesCount64(p)))
 		for q := 0; q < s.nq; q++ {
 			if p&(1<<uint(q)) != 0 {
-				s.sch.Resume(q)
+				b.sw.ResumeQueue(s.idx, q)
 			}
 		}
 	}

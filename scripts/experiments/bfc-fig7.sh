@@ -20,7 +20,8 @@
 #
 # RATE=100Mbit, DELAY=5ms (the Sw1-Sw2 link), DELAY3=2500us (the Sw3-Sw2
 # link), SECONDS_=10, STEP=0.1, WINDOW=2MB, HOST_PAUSES=false, BFC_KEYS= (more
-# keys of the bfc mechanism, e.g. BFC_KEYS="hrtt: 20ms"), NICE=0 (set
+# keys of the bfc mechanism, e.g. BFC_KEYS="hrtt: 20ms"), SWITCH_KEYS= (more
+# gswitchd keys of every switch, e.g. SWITCH_KEYS="spin: 0, catchup: 5ms"), NICE=0 (set
 # e.g. NICE=-10 to run the switches before the hosts). The link delays make
 # HRTT long against the scheduling jitter of a shared machine, and unequal so
 # the two flows do not run in lockstep (with equal HRTTs they pause and
@@ -43,6 +44,7 @@ sed -e "s/^name: .*/name: $NAME/" -e "s/^metrics_base: .*/metrics_base: $BASE/" 
 	-e "s/link: {rate: 100Mbit, delay: 500us, mtu: 1500}/link: {rate: $RATE, delay: $DELAY, mtu: 1500}/" \
 	-e "s/  - {a: sw3, b: sw2}/  - {a: sw3, b: sw2, delay: $DELAY3}/" \
 	-e "s/mechanisms: {bfc: {assign: dynamic}}/mechanisms: {bfc: {assign: dynamic${BFC_KEYS:+, $BFC_KEYS}}}/" \
+	-e "s/switch: {workers: 1}/switch: {workers: 1${SWITCH_KEYS:+, $SWITCH_KEYS}}/" \
 	topologies/bfc-testbed.yaml >"$OUT/topology.yaml"
 down() {
 	"$WORK/gswitchctl" topo down -state "$WORK/state" "$OUT/topology.yaml" >/dev/null 2>&1 || true
