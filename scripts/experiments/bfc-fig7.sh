@@ -52,7 +52,9 @@ down() {
 }
 trap down EXIT
 "$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" -log "$OUT" "$OUT/topology.yaml" >/dev/null
-[ "${NICE:-0}" != 0 ] && for p in $(pgrep -f "$WORK/gswitchd -config"); do renice -n "$NICE" -p "$p" >/dev/null; done
+[ "${NICE:-0}" != 0 ] && for p in $(pgrep -f "$WORK/gswitchd -config"); do
+		for task in /proc/"$p"/task/*; do renice -n "$NICE" -p "${task##*/}" >/dev/null; done # every thread: renice -p takes one
+	done
 SW2=http://127.0.0.1:$((BASE + 2))/metrics
 uptime >"$OUT/load.txt"
 ip netns exec "$NAME-r2" "$WORK/gsperf" server -bind 10.81.5.1:5500 -report 0 >"$OUT/server.log" 2>&1 &
@@ -67,7 +69,7 @@ import json, sys, time, urllib.request
 url, step, dur, out = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 keys = ("gswitch_queue_depth_bytes{", "gswitch_queue_depth_packets{", "gswitch_bfc_queue_watermark_bytes{",
         "gswitch_bfc_queue_byte_seconds_total{", "gswitch_port_tx_bytes_total{", "gswitch_port_tx_packets_total{",
-        "gswitch_bfc_threshold_bytes{", "gswitch_bfc_over_threshold_total{")
+        "gswitch_bfc_threshold_bytes{", "gswitch_bfc_over_threshold_total{", "gswitch_port_tx_late_seconds_total{")
 samples, end, nxt = [], time.time() + dur, time.time()
 while time.time() < end:
     t = time.time()

@@ -57,7 +57,9 @@ run() { # strategy n run
 		topologies/bfc-testbed.yaml >"$d/topology.yaml"
 	TOPO="$d/topology.yaml"
 	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" -log "$d" "$TOPO" >/dev/null
-	[ "${NICE:-0}" != 0 ] && for p in $(pgrep -f "$WORK/gswitchd -config"); do renice -n "$NICE" -p "$p" >/dev/null; done
+	[ "${NICE:-0}" != 0 ] && for p in $(pgrep -f "$WORK/gswitchd -config"); do
+		for task in /proc/"$p"/task/*; do renice -n "$NICE" -p "${task##*/}" >/dev/null; done # every thread: renice -p takes one
+	done
 	ip netns exec "$NAME-r1" "$WORK/gsperf" server -bind 10.81.4.1:5500 -report 0 >"$d/server-r1.log" 2>&1 &
 	pids+=($!)
 	ip netns exec "$NAME-r2" "$WORK/gsperf" server -bind 10.81.5.1:5500 -report 0 >"$d/server-r2.log" 2>&1 &
