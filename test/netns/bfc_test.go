@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,9 +58,29 @@ func upTopologyText(t *testing.T, text string) (*topo.Running, string) {
 		}
 	})
 	for _, s := range r.Switches {
-		syscall.Setpriority(syscall.PRIO_PROCESS, s.PID, -10)
+		reniceAll(t, s.PID, -10)
 	}
 	return r, name
+}
+
+// reniceAll sets the nice value of every thread of process pid: on Linux
+// setpriority(PRIO_PROCESS, pid) changes one thread only, and a gswitchd's
+// workers are not its main thread.
+func reniceAll(t *testing.T, pid, nice int) {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatalf("threads of %d: %v", pid, err)
+	}
+	for _, e := range tasks {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && err != syscall.ESRCH {
+			t.Fatalf("renice thread %d of %d: %v", tid, pid, err)
+		}
+	}
 }
 
 func tail(s string, n int) string {

@@ -80,6 +80,12 @@ func upXP(t *testing.T, file, rate string) *xpFabric {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The switches get CPU before the hosts, as a switch's own hardware
+	// would (as the BFC tests do): a credit meter whose worker waits for a
+	// CPU forwards late credits in bursts.
+	for _, s := range r.Switches {
+		reniceAll(t, s.PID, -10)
+	}
 	f := &xpFabric{t: t, r: r, sw: map[string]*Switch{}, creditQueue: 8}
 	if m := regexp.MustCompile(`credit_queue: (\d+)`).FindStringSubmatch(s); m != nil {
 		f.creditQueue, _ = strconv.Atoi(m[1])
