@@ -333,6 +333,31 @@ func TestReload(t *testing.T) {
 	f.refused(t, Request{Cmd: "reload"}, "reload: nothing changed")
 }
 
+// TestReloadComparesDurations: top-level durations compare by value (the
+// default catch-up written out in other units is no change), and a real
+// change to them is refused with the key named.
+func TestReloadComparesDurations(t *testing.T) {
+	f := newFixture(t, testYAML)
+	var rr ReloadResult
+	same := strings.Replace(testYAML, "switch_id: 7", "switch_id: 7\ncatchup: 5000us\nspin: 0.05ms", 1)
+	if err := os.WriteFile(f.cfg, []byte(same), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.call(t, Request{Cmd: "reload"}, &rr)
+	if len(rr.Applied) != 0 || len(rr.Refused) != 0 {
+		t.Fatalf("reload with the defaults written out: %+v", rr)
+	}
+	changed := strings.Replace(testYAML, "switch_id: 7", "switch_id: 7\ncatchup: 2ms\nslice: 200us", 1)
+	if err := os.WriteFile(f.cfg, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.call(t, Request{Cmd: "reload"}, &rr)
+	refused := strings.Join(rr.Refused, ";")
+	if len(rr.Refused) != 2 || !strings.Contains(refused, "catchup") || !strings.Contains(refused, "slice") {
+		t.Fatalf("refused %q", rr.Refused)
+	}
+}
+
 // TestCapture: a capture of 3 UDP frames on p1 (both directions, filtered)
 // streams them with their direction and length, then the end record.
 func TestCapture(t *testing.T) {

@@ -274,7 +274,7 @@ func effQuantum(q int) int {
 // Derived fields compared in place of the YAML string they come from (so
 // 1MB and 1000KB are no change).
 var (
-	topDerived  = map[string]string{"spin": "SpinDur", "buffer": "BufferBytes", "alpha": "AlphaValue", "routes": "RouteTable", "neighbors": "NeighborTab"}
+	topDerived  = map[string]string{"spin": "SpinDur", "slice": "SliceDur", "catchup": "CatchUpDur", "buffer": "BufferBytes", "alpha": "AlphaValue", "routes": "RouteTable", "neighbors": "NeighborTab"}
 	portDerived = map[string]string{"rtt": "RTTDur", "delay": "DelayDur", "addr": "Addrs", "role": "RoleValue", "mac": "MACAddr",
 		"mechanisms": "Mechs", "rate": "RateBits", "burst": "BurstBytes", "buffer": "BufferBytes", "queue_buffer": "QueueBufferBytes"}
 )
