@@ -250,7 +250,7 @@ func (w *worker) serve(p *Port, now int64) bool {
 	// Frames left for the shaper or for want of room (the batch, the tx
 	// ring): the line stays busy, and time the worker is late for it may be
 	// made up (shaper, Late service).
-	p.shaper.Backlogged(!p.idle && queued(p))
+	p.shaper.Backlogged(!p.idle && (p.frames > 0 || !p.ctrl.Empty() || (p.credit != nil && !p.credit.q.Empty())))
 	if l := p.shaper.TakeLate(); l > 0 {
 		w.ctr[p.Index].txLateNs.Add(uint64(l))
 	}
