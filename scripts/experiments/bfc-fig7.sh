@@ -22,7 +22,9 @@
 # link), SECONDS_=10, STEP=0.1, WINDOW=2MB, HOST_PAUSES=false, BFC_KEYS= (more
 # keys of the bfc mechanism, e.g. BFC_KEYS="hrtt: 20ms"), SWITCH_KEYS= (more
 # gswitchd keys of every switch, e.g. SWITCH_KEYS="spin: 0, catchup: 5ms"), NICE=0 (set
-# e.g. NICE=-10 to run the switches before the hosts). The link delays make
+# e.g. NICE=-10 to run the switches' workers before the hosts: gswitchd's
+# nice: key, so the metrics server this script samples every STEP does not
+# compete with them). The link delays make
 # HRTT long against the scheduling jitter of a shared machine, and unequal so
 # the two flows do not run in lockstep (with equal HRTTs they pause and
 # resume together and idle together a fifth of the time, appendix C; see
@@ -44,7 +46,7 @@ sed -e "s/^name: .*/name: $NAME/" -e "s/^metrics_base: .*/metrics_base: $BASE/" 
 	-e "s/link: {rate: 100Mbit, delay: 500us, mtu: 1500}/link: {rate: $RATE, delay: $DELAY, mtu: 1500}/" \
 	-e "s/  - {a: sw3, b: sw2}/  - {a: sw3, b: sw2, delay: $DELAY3}/" \
 	-e "s/mechanisms: {bfc: {assign: dynamic}}/mechanisms: {bfc: {assign: dynamic${BFC_KEYS:+, $BFC_KEYS}}}/" \
-	-e "s/switch: {workers: 1}/switch: {workers: 1${SWITCH_KEYS:+, $SWITCH_KEYS}}/" \
+	-e "s/switch: {workers: 1}/switch: {workers: 1$([ "${NICE:-0}" != 0 ] && echo ", nice: $NICE")${SWITCH_KEYS:+, $SWITCH_KEYS}}/" \
 	topologies/bfc-testbed.yaml >"$OUT/topology.yaml"
 down() {
 	"$WORK/gswitchctl" topo down -state "$WORK/state" "$OUT/topology.yaml" >/dev/null 2>&1 || true
@@ -52,9 +54,6 @@ down() {
 }
 trap down EXIT
 "$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" -log "$OUT" "$OUT/topology.yaml" >/dev/null
-[ "${NICE:-0}" != 0 ] && for p in $(pgrep -f "$WORK/gswitchd -config"); do
-		for task in /proc/"$p"/task/*; do renice -n "$NICE" -p "${task##*/}" >/dev/null; done # every thread: renice -p takes one
-	done
 SW2=http://127.0.0.1:$((BASE + 2))/metrics
 uptime >"$OUT/load.txt"
 ip netns exec "$NAME-r2" "$WORK/gsperf" server -bind 10.81.5.1:5500 -report 0 >"$OUT/server.log" 2>&1 &

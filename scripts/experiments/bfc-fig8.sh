@@ -19,7 +19,8 @@
 # in the switches, and the backlog sits in Sw1's and Sw3's queues, where
 # the queue assignment decides who waits behind whom. HOSTS=bfc: gsperf
 # -mode bfc hosts that honour pauses (single mode then pauses whole hosts).
-# NICE=-10 runs the switches before the hosts (default: no change).
+# NICE=-10 runs the switches' workers before the hosts (gswitchd's nice:
+# key; default: no change).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
@@ -54,12 +55,10 @@ run() { # strategy n run
 	mkdir -p "$d"
 	sed -e "s/^name: .*/name: $NAME/" -e "s/^metrics_base: .*/metrics_base: $BASE/" -e "s/assign: dynamic/assign: $a/" \
 		-e "s/link: {rate: 100Mbit, delay: 500us, mtu: 1500}/link: {rate: $RATE, delay: $DELAY, mtu: 1500}/" \
+		-e "s/switch: {workers: 1}/switch: {workers: 1$([ "${NICE:-0}" != 0 ] && echo ", nice: $NICE")}/" \
 		topologies/bfc-testbed.yaml >"$d/topology.yaml"
 	TOPO="$d/topology.yaml"
 	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" -log "$d" "$TOPO" >/dev/null
-	[ "${NICE:-0}" != 0 ] && for p in $(pgrep -f "$WORK/gswitchd -config"); do
-		for task in /proc/"$p"/task/*; do renice -n "$NICE" -p "${task##*/}" >/dev/null; done # every thread: renice -p takes one
-	done
 	ip netns exec "$NAME-r1" "$WORK/gsperf" server -bind 10.81.4.1:5500 -report 0 >"$d/server-r1.log" 2>&1 &
 	pids+=($!)
 	ip netns exec "$NAME-r2" "$WORK/gsperf" server -bind 10.81.5.1:5500 -report 0 >"$d/server-r2.log" 2>&1 &
