@@ -50,8 +50,24 @@ func TestDRRFairShareOfAShapedPort(t *testing.T) {
 	for _, h := range hs[:3] { // let the switch learn every host
 		h.Exec(t, 5*time.Second, "ping", "-c", "1", "-W", "1", hs[3].IP)
 	}
-	var mid map[string]float64
-	g := concurrentIperf(t, hs[:3], hs[3], 10, []int{8 << 2, 16 << 2, 24 << 2}, func() { mid = sw.Scrape() })
+	// Mid-run, up to five looks 200 ms apart: one scrape can fall in a
+	// moment when the queues happen to be empty (seen once in about 25
+	// runs), which says nothing about where DRR puts the flows.
+	busy := 0
+	g := concurrentIperf(t, hs[:3], hs[3], 10, []int{8 << 2, 16 << 2, 24 << 2}, func() {
+		for i := 0; i < 5 && busy < 2; i++ {
+			if i > 0 {
+				time.Sleep(200 * time.Millisecond)
+			}
+			n := 0
+			for k, v := range sw.Scrape() {
+				if strings.HasPrefix(k, `gswitch_queue_depth_bytes{port="p4"`) && v > 0 {
+					n++
+				}
+			}
+			busy = max(busy, n)
+		}
+	})
 	j := fairness.Jain(g)
 	t.Logf("DRR, 200 Mbit/s port: goodputs %.1f %.1f %.1f Mbit/s, Jain %.4f", g[0]/1e6, g[1]/1e6, g[2]/1e6, j)
 	if j < 0.95 {
@@ -60,14 +76,8 @@ func TestDRRFairShareOfAShapedPort(t *testing.T) {
 	if sum := (g[0] + g[1] + g[2]) / 1e6; sum < 170 || sum > 200 {
 		t.Errorf("total %.1f Mbit/s through a 200 Mbit/s port", sum)
 	}
-	busy := 0
-	for k, v := range mid {
-		if strings.HasPrefix(k, `gswitch_queue_depth_bytes{port="p4"`) && v > 0 {
-			busy++
-		}
-	}
 	if busy < 2 {
-		t.Errorf("mid-run, %d queues of p4 had a depth on the metrics endpoint", busy)
+		t.Errorf("mid-run, at most %d queues of p4 had a depth on the metrics endpoint in five looks", busy)
 	}
 	sw.CheckFramesBack()
 }
