@@ -177,7 +177,7 @@ func TestCatchUp(t *testing.T) {
 	const frame = 1538 // WireBytes(1514)
 	for _, c := range []struct {
 		catchup, stall int64 // ns
-		wantLate        int64
+		wantLate       int64
 	}{
 		{0, 4e6, 4e6 - 1e6},   // the bucket's 1 ms depth, the rest lost
 		{5e6, 4e6, 0},         // 4 ms late: all made up
