@@ -41,7 +41,7 @@ var (
 	dRxBytes    = desc("port_rx_bytes_total", "Bytes received on the port (frames without FCS).", "port")
 	dTxPackets  = desc("port_tx_packets_total", "Frames sent on the port.", "port")
 	dTxBytes    = desc("port_tx_bytes_total", "Bytes sent on the port (frames without FCS).", "port")
-	dTxLate     = desc("port_tx_late_seconds_total", "Line time the shaped port lost while frames waited to leave: its worker came back later than the shaper's catch-up could make up (see the catch_up port key).", "port")
+	dTxLate     = desc("port_tx_late_seconds_total", "Line time the shaped port lost while frames waited to leave: its worker came back later than the shaper's catch-up could make up (the top-level catchup key, default 5ms).", "port")
 	dFlooded    = desc("port_flooded_total", "Frames received on the port that were flooded (broadcast, multicast or unknown destination).", "port")
 	dDrops      = desc("drops_total", "Frames dropped by the switch, by port and reason. Ingress reasons (malformed, same_port, bad_descriptor) count on the ingress port, the others on the egress port.", "port", "reason")
 	dMalformed  = desc("malformed_total", "Malformed frames received, by what was wrong.", "port", "kind")
