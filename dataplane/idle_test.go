@@ -35,6 +35,11 @@ func TestPausedPortSleeps(t *testing.T) {
 	if w.inboundPending() {
 		t.Fatal("inbound work pending before the resume")
 	}
+	s.ResumeQueue(7, 0) // no such port: ignored
+	s.ResumeQueue(-1, 0)
+	if w.inboundPending() {
+		t.Fatal("a resume of a port the switch does not have reached the worker")
+	}
 	done := make(chan struct{})
 	go func() { s.ResumeQueue(1, 0); close(done) }() // another goroutine, as a BFC frame on another worker
 	<-done

@@ -183,8 +183,14 @@ func (p *Port) ResumeQueue(q int) {
 	}
 }
 
-// ResumeQueue is Port.ResumeQueue for port (any goroutine).
-func (s *Switch) ResumeQueue(port, q int) { s.ports[port].ResumeQueue(q) }
+// ResumeQueue is Port.ResumeQueue for port (any goroutine); a port
+// index out of range is ignored, as TickSoon ignores a worker's.
+func (s *Switch) ResumeQueue(port, q int) {
+	if port < 0 || port >= len(s.ports) {
+		return
+	}
+	s.ports[port].ResumeQueue(q)
+}
 
 // ControlDepth is the depth of the port's control lane (any goroutine).
 func (p *Port) ControlDepth() (uint64, uint32) { return p.ctrl.Depth() }
