@@ -3,6 +3,7 @@ package netns
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -148,7 +149,10 @@ func TestGsperfAllToAll(t *testing.T) {
 	}
 }
 
-// TestGsperfIncast: eight senders each start one 64 KB flow to one receiver at once.
+// TestGsperfIncast: eight senders each start one 512 KB flow to one receiver
+// at once, behind a 200 Mbit/s port with 256 KB of buffer: the queue lasts
+// about 170 ms (64 KB flows kept it for 15 ms, three samples of a 5 ms
+// watch, and a scrape that a loaded machine delays can miss that).
 func TestGsperfIncast(t *testing.T) {
 	tp := NewTopo(t, 9)
 	sw := tp.StartSwitch("", PortOpts{8: "rate: 200Mbit\nbuffer: 256KB"})
@@ -168,9 +172,14 @@ func TestGsperfIncast(t *testing.T) {
 	t.Cleanup(func() { watch.Process.Kill() })
 	time.Sleep(200 * time.Millisecond)
 	paths := gsperfClients(t, tp.Hosts[:8], func(int) []*Host { return tp.Hosts[8:] },
-		"-size", "64KB", "-flows", "1", "-arrivals", "burst", "-rate", "200Mbit", "-timeline", "1ms", "-at", fmt.Sprint(at))
+		"-size", "512KB", "-flows", "1", "-arrivals", "burst", "-rate", "200Mbit", "-timeline", "1ms", "-at", fmt.Sprint(at))
 	if err := watch.Wait(); err != nil {
 		t.Fatalf("watch: %v\n%s", err, wout.String())
+	}
+	seen, samples, peak := queueSamples(t, queues, "p9/")
+	t.Logf("gsperf watch: %d samples, %d of them with a queue at p9 (peak %.0f B)", samples, seen, peak)
+	if seen == 0 {
+		t.Fatalf("gsperf watch saw no queue at p9 in %d samples: %s", samples, wout.String())
 	}
 	for _, args := range [][]string{{"-kind", "queue", queues}, {"-kind", "throughput", paths[0]}} {
 		png := filepath.Join(dir, args[1]+".png")
@@ -188,17 +197,56 @@ func TestGsperfIncast(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range r.Flows {
-			if !f.Complete || f.Size != 64000 {
+			if !f.Complete || f.Size != 512000 {
 				t.Fatalf("incast flow %+v", f)
 			}
 			n++
 		}
 	}
 	s := stop()
-	t.Logf("8-to-1 incast of 64 KB flows: %d complete; %s", n, strings.TrimSpace(s[strings.Index(s, "gsperf server:"):]))
-	if n != 8 || !strings.Contains(s, "8 complete") {
+	t.Logf("8-to-1 incast of 512 KB flows: %d complete; %s", n, strings.TrimSpace(s[strings.Index(s, "gsperf server:"):]))
+	if n != 8 || !strings.Contains(s, "8 complete") || !strings.Contains(s, "4096000 bytes") {
 		t.Fatalf("server: %s", s)
 	}
+}
+
+// queueSamples reads a gsperf watch file and returns how many samples
+// found any queue whose key starts with prefix non-empty, how many samples
+// there were, and the largest depth seen.
+func queueSamples(t *testing.T, path, prefix string) (seen, samples int, peak float64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Bytes map[string][]float64 `json:"bytes"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var any []bool
+	for k, v := range s.Bytes {
+		samples = max(samples, len(v))
+		for len(any) < len(v) {
+			any = append(any, false)
+		}
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		for i, x := range v {
+			if x > 0 {
+				any[i] = true
+				peak = max(peak, x)
+			}
+		}
+	}
+	for _, a := range any {
+		if a {
+			seen++
+		}
+	}
+	return seen, samples, peak
 }
 
 // capture opens an AF_PACKET socket on eth0 inside h's namespace (a

@@ -466,9 +466,18 @@ func xpIncast(t *testing.T, n int) {
 	if jain < 0.95 {
 		t.Errorf("Jain %.3f over the senders' goodput %v", jain, goodput)
 	}
-	if run.creditDrops() == 0 {
-		t.Error("no credit was dropped: the meters did not bind")
+	// The credits' bottleneck is the receiver's own link: r1's NIC meters
+	// them to it first, and sw2's meter toward sw1 runs at the same rate,
+	// so a switch drops credits only when they arrive in bursts (a late
+	// worker). Some meter on the path must have dropped credits, or the
+	// credit rate never reached the line's.
+	nic := nicCreditDrops(run.servers["r1"])
+	if nic < 0 {
+		t.Errorf("r1's gsperf server did not report its NIC queue's credit drops: %s", lastLines(run.servers["r1"], 2))
+	} else if run.creditDrops()+nic == 0 {
+		t.Errorf("no credit was dropped by r1's NIC queue or a switch: the meters did not bind")
 	}
+	t.Logf("credits dropped: %.0f by r1's NIC queue, %.0f by the switches", nic, run.creditDrops())
 	if p50a > 2 {
 		t.Errorf("half the data packets found more than %.0f packets in the shared port's queue: want at most 2", p50a)
 	}
@@ -487,6 +496,22 @@ func xpIncast(t *testing.T, n int) {
 	if tp50 < 64 {
 		t.Errorf("TCP's data queue p50 %.0f packets: the same senders should fill the buffer", tp50)
 	}
+}
+
+// nicCreditDrops reads "N dropped by the NIC queue" from a gsperf xpass
+// server's report (the credits its host-side credit meter dropped), or -1
+// if the report has no such count.
+func nicCreditDrops(out string) float64 {
+	i := strings.LastIndex(out, " dropped by the NIC queue")
+	if i < 0 {
+		return -1
+	}
+	j := strings.LastIndex(out[:i], " ")
+	n, err := strconv.ParseFloat(out[j+1:i], 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func TestXPassIncast8(t *testing.T) { xpIncast(t, 8) }
@@ -573,7 +598,19 @@ func TestXPassMultiBottleneck(t *testing.T) {
 		return r[0] * 2 / (r[1] + r[2]), r
 	}
 	rn, naive := ratio(f.runXP(flows, size, true, 3*time.Second))
-	rf, fb := ratio(f.runXP(flows, size, false, 3*time.Second))
+	fbRun := f.runXP(flows, size, false, 3*time.Second)
+	rf, fb := ratio(fbRun)
+	defer func() {
+		if t.Failed() {
+			for i, fl := range fbRun.flows {
+				var d []string
+				for j := 1; j < len(fl.Timeline); j++ {
+					d = append(d, fmt.Sprintf("%.0f", float64(fl.Timeline[j]-fl.Timeline[j-1])*8/0.1/1e6))
+				}
+				t.Logf("feedback, f%d's Mbit/s in each 100 ms: %s", i, strings.Join(d, " "))
+			}
+		}
+	}()
 	t.Logf("Mbit/s (f0, f1, f2): naive %.1f %.1f %.1f (f0 %.2f x the others); feedback %.1f %.1f %.1f (f0 %.2f x, Jain %.3f)",
 		naive[0]/1e6, naive[1]/1e6, naive[2]/1e6, rn, fb[0]/1e6, fb[1]/1e6, fb[2]/1e6, rf, fairness.Jain(fb))
 	if rn < 1.4 {
