@@ -99,3 +99,33 @@ func TestTxLate(t *testing.T) {
 		}
 	}
 }
+
+// TestEventfdWakeDrains: a worker asleep in ppoll wakes when another
+// worker writes its eventfd, and drains it, so that its next sleep blocks
+// until its timeout instead of returning at once; a sleep that ends on the
+// timeout reads nothing.
+func TestEventfdWakeDrains(t *testing.T) {
+	s, _, clk := testSwitch(t, 2, 1, 4096, nil)
+	w := s.workers[0]
+	w.buildPoll()
+	if !w.unpollable {
+		t.Fatal("MemLinks should leave the worker unpollable (a 1 ms bound on its sleep)")
+	}
+	w.wake()
+	start := time.Now()
+	w.sleep(clk.t)
+	if got := w.wakeups.Load(); got != 1 {
+		t.Fatalf("a written eventfd gave %d wake-ups, want 1", got)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("the written eventfd did not end the sleep (%v)", d)
+	}
+	// Drained: this sleep lasts until its 1 ms bound and counts no wake-up.
+	w.sleep(clk.t)
+	if got := w.wakeups.Load(); got != 1 {
+		t.Fatalf("after the wake-up the next sleep returned early (%d wake-ups): the eventfd was not drained", got)
+	}
+	if got := w.sleeps.Load(); got != 2 {
+		t.Fatalf("%d sleeps, want 2", got)
+	}
+}
