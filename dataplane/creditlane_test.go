@@ -122,3 +122,22 @@ func TestCreditLaneMetersDropsAndCounts(t *testing.T) {
 		t.Fatal("a credit must cost 84 bytes on the wire")
 	}
 }
+
+// TestCreditLaneHoldsItsQueueLength: a lane of 10 credits holds 10, not
+// the 16 its ring rounds up to.
+func TestCreditLaneHoldsItsQueueLength(t *testing.T) {
+	s, l, _ := testSwitch(t, 2, 1, 4096, func(c *Config) {
+		c.Ports[1].Mechanisms = []MechConfig{{Name: "test-credit-lane", Config: &laneTesterConfig{Rate: 8 * 84 * 10000, Burst: 168, Queue: 10}}}
+	})
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	for i := 0; i < 20; i++ {
+		l[0].Inject(udp(2, 1, 10))
+	}
+	settle(s)
+	st, _ := s.CreditLane(1)
+	// The pass takes all 20 in before it sends: 10 queued, 10 dropped, then 2 leave.
+	if st.Sent != 2 || st.Queued != 8 || st.Dropped != 10 {
+		t.Fatalf("20 credits at once into a lane of 10 with a bucket of 2: %+v", st)
+	}
+}

@@ -149,7 +149,7 @@ func (w *worker) dropAdmitted(port *Port, p *pkt.Packet, r pkt.Reason, now int64
 func (w *worker) toLane(port *Port, p *pkt.Packet, now int64) bool {
 	var ok bool
 	if p.Lane == pkt.LaneCredit && port.credit != nil {
-		if ok = port.credit.q.Push(p); !ok {
+		if ok = port.credit.push(p); !ok {
 			port.credit.dropped.Add(1)
 		}
 	} else {
@@ -336,6 +336,13 @@ func (w *worker) serve(p *Port, now int64) bool {
 		p.credit.tokens.Store(p.credit.bucket.Tokens(now))
 	}
 	return work
+}
+
+// push puts an arriving credit on the lane, or reports that the lane is
+// full (egress worker only): tail drop, at the queue length configured
+// (the ring under it may be larger).
+func (c *creditLane) push(p *pkt.Packet) bool {
+	return c.q.Packets() < c.limit && c.q.Push(p)
 }
 
 // ready reports whether the lane's head credit may leave at now: the

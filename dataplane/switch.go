@@ -156,9 +156,12 @@ type Port struct {
 }
 
 // creditLane is a port's lane for credits: a small FIFO under its own
-// token bucket, served before data when the bucket allows.
+// token bucket, served before data when the bucket allows; a full lane
+// drops at the tail. The egress worker owns it; the counters are read by
+// any goroutine.
 type creditLane struct {
 	q       *queues.FIFO
+	limit   uint32 // credits the lane holds (credit_queue)
 	bucket  *shaper.Bucket
 	sent    atomic.Uint64 // credits that left the lane (written by the egress worker only)
 	dropped atomic.Uint64 // credits the full lane refused (lane_full)
@@ -648,7 +651,7 @@ func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int) e
 	if err != nil {
 		return err
 	}
-	s.ports[port].credit = &creditLane{q: q, bucket: b}
+	s.ports[port].credit = &creditLane{q: q, limit: uint32(queueLen), bucket: b}
 	s.ports[port].credit.tokens.Store(b.Depth())
 	return nil
 }
