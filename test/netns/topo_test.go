@@ -23,7 +23,8 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// gswitchdBin and gsperfBin are built once by TestMain.
+// gswitchdBin and gsperfBin are built once by TestMain;
+// GSWITCH_TEST_GSWITCHD names another gswitchd binary to run instead.
 var gswitchdBin, gsperfBin string
 
 func TestMain(m *testing.M) {
@@ -42,6 +43,10 @@ func TestMain(m *testing.M) {
 				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
 				return 1
 			}
+		}
+		if b := os.Getenv("GSWITCH_TEST_GSWITCHD"); b != "" {
+			// Another build of gswitchd (A/B runs of a change).
+			gswitchdBin = b
 		}
 		return m.Run()
 	}()
