@@ -13,6 +13,9 @@
 #            scheduler slice of SLICE (default 100us), so a woken worker
 #            runs before busy threads of other programs
 #
+# TRACE=1 runs `perf trace -s` over the pings of each gswitchd case and
+# keeps its per-thread table of system calls in OUT/CASE.trace.txt.
+#
 # LOAD=N runs N busy loops (nice 0, outside the namespaces) during every
 # case: the latency of a switch that shares its CPUs with other work.
 #
@@ -107,7 +110,16 @@ for c in $CASES; do
 		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\n%b\nmetrics: "off"\ncontrol: {socket: off}\n' \
 			"$P1" "$P2" "$extra" >"$WORK/gswitchd.yaml"
 		switch_start "$OUT/$c.log"
+		tracer=
+		if [ -n "${TRACE:-}" ]; then
+			# Every system call of the machine during the pings, summed per
+			# thread (perf trace -s): what a wake-up of the switch costs.
+			perf trace -s -a --comm -o "$OUT/$c.trace.txt" -- sleep "$(python3 -c "print($COUNT * $INTERVAL + 2)")" >/dev/null 2>&1 &
+			tracer=$!
+			sleep 1
+		fi
 		PING_PREFIX=$prefix pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
+		[ -z "$tracer" ] || wait "$tracer" || true
 		switch_stop
 		;;
 	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned, nice)" >&2; exit 1 ;;
