@@ -127,6 +127,16 @@ wire = lambda s: tot(s, "gswitch_queue_depth_bytes{") + 24 * tot(s, "gswitch_que
 empty = sum(1 for s in W if wire(s) == 0) / len(W)
 over = tot(W[-1], "gswitch_bfc_over_threshold_total{") - tot(W[0], "gswitch_bfc_over_threshold_total{")
 batch = 64 * 1538
+# Intervals in which Sw2's worker ran late: its port toward R2 lost more
+# than 1 ms of line time (gswitch_port_tx_late_seconds_total), so frames
+# waited on its receive ring, unseen by BFC, and reached the queue at once
+# (the spec's "in-ring frames"). The peak over the other intervals (and not
+# the interval right after one) is the algorithm's own overshoot.
+late = lambda s: s.get('gswitch_port_tx_late_seconds_total{port="r2"}', 0)
+stalled = [late(b) - late(a) > 1e-3 for a, b in zip(W, W[1:])]
+clean = [most(b, "gswitch_bfc_queue_watermark_bytes{") for i, b in enumerate(W[1:])
+         if not stalled[i] and not (i > 0 and stalled[i - 1])]
+peak_clean = max(clean or [0])
 m = {}
 for i in (1, 2, 3):
     for line in open(f"{out}/metrics-sw{i}.txt"):
@@ -142,6 +152,8 @@ lines = [
     f"| mean queue per flow (time average) | {mean_flow/1e3:.1f} KB = {mean_flow/th:.2f} Th |",
     f"| peak of any queue (watermark) | {peak/1e3:.1f} KB = {peak/th:.2f} Th |",
     f"| bar: peak <= 2 x Th + one batch (64 frames) = {(2*th+batch)/1e3:.1f} KB | {'met' if peak <= 2*th+batch else 'NOT met'} |",
+    f"| intervals in which Sw2's port toward R2 lost more than 1 ms of line time (its worker ran late) | {sum(stalled)} of {len(stalled)} |",
+    f"| peak of any queue in the {len(clean)} intervals without such a stall, nor one just before | {peak_clean/1e3:.1f} KB = {peak_clean/th:.2f} Th ({'within' if peak_clean <= 2*th+batch else 'above'} the bar) |",
     f"| utilisation of Sw2 -> R2 | {util*100:.1f} % |",
     f"| bar: utilisation >= 95 % | {'met' if util >= 0.95 else 'NOT met'} |",
     f"| samples with nothing queued | {empty*100:.1f} % |",
