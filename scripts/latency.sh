@@ -12,6 +12,11 @@
 #   nice     gswitchd with its workers at nice NICE (default -10) and a
 #            scheduler slice of SLICE (default 100us), so a woken worker
 #            runs before busy threads of other programs
+#   other    the gswitchd binary OTHER (another build), as the gswitchd case
+#
+# ROUNDS=N runs the list of cases N times in turn (rows CASE-ROUND): a
+# change measured against OTHER in alternation, as single runs here move
+# by tens of microseconds.
 #
 # TRACE=1 runs `perf trace -s` over the pings of each gswitchd case and
 # keeps its per-thread table of system calls in OUT/CASE.trace.txt.
@@ -74,7 +79,11 @@ offloads() { ethtool -K "$1" tx off tso off gso off gro off >/dev/null 2>&1 || t
 echo "| path | replies | p50 µs | p99 µs | p99.9 µs | max µs |" | tee "$OUT/table.md"
 echo "|---|---|---|---|---|---|" | tee -a "$OUT/table.md"
 P1=$(topo_port "$ID" 1) P2=$(topo_port "$ID" 2)
+for ((round = 1; round <= ${ROUNDS:-1}; round++)); do
 for c in $CASES; do
+	# The row's name: the case, and the round when there are several.
+	name=$c
+	[ "${ROUNDS:-1}" = 1 ] || name=$c-$round
 	case $c in
 	direct)
 		ip netns add "$DNS-a"
@@ -87,7 +96,7 @@ for c in $CASES; do
 		done
 		ip -n "$DNS-a" addr add 10.204.0.1/24 dev "${ID}va"
 		ip -n "$DNS-b" addr add 10.204.0.2/24 dev "${ID}vb"
-		pings "$DNS-a" 10.204.0.2 direct | tee -a "$OUT/table.md"
+		pings "$DNS-a" 10.204.0.2 "$name" | tee -a "$OUT/table.md"
 		ip netns del "$DNS-a"
 		ip netns del "$DNS-b"
 		;;
@@ -95,10 +104,10 @@ for c in $CASES; do
 		ip link add "$BR" type bridge
 		ip link set "$BR" up
 		for p in "$P1" "$P2"; do ip link set "$p" master "$BR"; done
-		pings "$ID-h1" 10.203.0.2 bridge | tee -a "$OUT/table.md"
+		pings "$ID-h1" 10.203.0.2 "$name" | tee -a "$OUT/table.md"
 		ip link del "$BR"
 		;;
-	gswitchd | busy | pinned | nice)
+	gswitchd | busy | pinned | nice | other)
 		# One gswitchd per case; the cases differ in a key or two and in
 		# where ping runs.
 		extra="busy_poll: false" prefix=""
@@ -106,24 +115,27 @@ for c in $CASES; do
 		busy) extra="busy_poll: true" ;;
 		pinned) extra="cpus: [0]" prefix="taskset -c 0" ;;
 		nice) extra="nice: ${NICE:--10}\nslice: ${SLICE:-100us}" ;;
+		other) cp "$WORK/gswitchd" "$WORK/gswitchd.this" && cp "${OTHER:?OTHER=path of the other gswitchd binary}" "$WORK/gswitchd" ;;
 		esac
 		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\n%b\nmetrics: "off"\ncontrol: {socket: off}\n' \
 			"$P1" "$P2" "$extra" >"$WORK/gswitchd.yaml"
-		switch_start "$OUT/$c.log"
+		switch_start "$OUT/$name.log"
 		tracer=
 		if [ -n "${TRACE:-}" ]; then
 			# Every system call of the machine during the pings, summed per
 			# thread (perf trace -s): what a wake-up of the switch costs.
-			perf trace -s -a --comm -o "$OUT/$c.trace.txt" -- sleep "$(python3 -c "print($COUNT * $INTERVAL + 2)")" >/dev/null 2>&1 &
+			perf trace -s -a --comm -o "$OUT/$name.trace.txt" -- sleep "$(python3 -c "print($COUNT * $INTERVAL + 2)")" >/dev/null 2>&1 &
 			tracer=$!
 			sleep 1
 		fi
-		PING_PREFIX=$prefix pings "$ID-h1" 10.203.0.2 "$c" | tee -a "$OUT/table.md"
+		PING_PREFIX=$prefix pings "$ID-h1" 10.203.0.2 "$name" | tee -a "$OUT/table.md"
 		[ -z "$tracer" ] || wait "$tracer" || true
 		switch_stop
+		[ "$c" != other ] || mv "$WORK/gswitchd.this" "$WORK/gswitchd"
 		;;
-	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned, nice)" >&2; exit 1 ;;
+	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned, nice, other)" >&2; exit 1 ;;
 	esac
+done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
 echo "results in $OUT"

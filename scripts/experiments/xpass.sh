@@ -18,6 +18,7 @@
 #
 #   sudo scripts/experiments/xpass.sh        # about 5 minutes
 #   RATE=200Mbit NS=8 CQ=8 scripts/experiments/xpass.sh
+#   REPORT=100ms ...                        # each receiver prints its credits, losses and rate every 100 ms (RUN/server-HOST.log)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
@@ -81,7 +82,7 @@ xp_run() {
 		local dst=${p#*:}
 		if [ ! -e "$RUN/server-$dst.log" ]; then
 			# ip netns exec, not nsx: $! must be gsperf itself (it execs), so that SIGINT reaches it
-			ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -xp-link "$RATE" $naive -report 0 >"$RUN/server-$dst.log" 2>&1 &
+			ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -xp-link "$RATE" $naive -report "${REPORT:-0}" >"$RUN/server-$dst.log" 2>&1 &
 			servers+=($!)
 		fi
 	done

@@ -41,12 +41,16 @@ def credit_drops(d):
 def queue(d, sw, port):
     """p50, p99 and the largest non-empty bucket of the data-queue depths
     (packets) data packets found on sw's port; and their number."""
-    pre = "gswitch_expresspass_data_queue_packets_bucket{le=\""
+    pre = "gswitch_expresspass_data_queue_packets_bucket{"
     bs = []
     for k, v in d.get(sw, {}).items():
-        if k.startswith(pre) and k.endswith(f'",port="{port}"}}'):
-            le = k[len(pre):].split('"')[0]
-            bs.append((math.inf if le == "+Inf" else float(le), v))
+        if not k.startswith(pre):
+            continue
+        labels = dict(kv.split("=", 1) for kv in k[len(pre):-1].split(","))  # in whatever order the exposition has them
+        if labels.get("port") != f'"{port}"':
+            continue
+        le = labels["le"].strip('"')
+        bs.append((math.inf if le == "+Inf" else float(le), v))
     bs.sort()
     if not bs or bs[-1][1] == 0:
         return None
