@@ -20,6 +20,9 @@
 #
 # TRACE=1 runs `perf trace -s` over the pings of each gswitchd case and
 # keeps its per-thread table of system calls in OUT/CASE.trace.txt.
+# SCHED=1 runs `perf sched record` instead and keeps, in OUT/CASE.sched.txt,
+# how long woken gswitchd threads waited for a CPU and what ran on the CPUs
+# for more than half a millisecond at a time.
 #
 # LOAD=N runs N busy loops (nice 0, outside the namespaces) during every
 # case: the latency of a switch that shares its CPUs with other work.
@@ -128,8 +131,19 @@ for c in $CASES; do
 			tracer=$!
 			sleep 1
 		fi
+		if [ -n "${SCHED:-}" ]; then
+			# The scheduler's view of the pings: how long each woken
+			# gswitchd thread waited for a CPU, and what held the CPUs.
+			perf sched record -a -o "$WORK/sched.data" -- sleep "$(python3 -c "print($COUNT * $INTERVAL)")" >/dev/null 2>&1 &
+			tracer=$!
+			sleep 0.5
+		fi
 		PING_PREFIX=$prefix pings "$ID-h1" 10.203.0.2 "$name" | tee -a "$OUT/table.md"
 		[ -z "$tracer" ] || wait "$tracer" || true
+		if [ -n "${SCHED:-}" ]; then
+			perf sched timehist -i "$WORK/sched.data" 2>/dev/null | python3 scripts/lib/schedsum.py >"$OUT/$name.sched.txt"
+			rm -f "$WORK/sched.data"
+		fi
 		switch_stop
 		[ "$c" != other ] || mv "$WORK/gswitchd.this" "$WORK/gswitchd"
 		;;
