@@ -12,6 +12,7 @@
 #   sudo scripts/experiments/jumbo.sh             # 3 x 10 s per cell, ~2.5 min
 #   REPS=1 DUR=5 sudo -E scripts/experiments/jumbo.sh
 #   CPUS=0 sudo -E scripts/experiments/jumbo.sh    # gswitchd's worker pinned (cpus: [0])
+#   SWITCH_KEYS="workers: 2" sudo -E scripts/experiments/jumbo.sh   # more gswitchd keys (lines of YAML)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
@@ -25,7 +26,7 @@ exp_begin "$ID" 2 10.205.0
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 trap 'ip link del "$BR" 2>/dev/null || true; exp_end' EXIT
-env_header "REPS=$REPS DUR=$DUR MTUS=$MTUS CPUS=${CPUS:-}" >"$OUT/env.txt"
+env_header "REPS=$REPS DUR=$DUR MTUS=$MTUS CPUS=${CPUS:-} SWITCH_KEYS=${SWITCH_KEYS:-}" >"$OUT/env.txt"
 P1=$(topo_port "$ID" 1) P2=$(topo_port "$ID" 2)
 H1=$ID-h1 H2=$ID-h2
 
@@ -51,7 +52,7 @@ for mtu in $MTUS; do
 				ip link set "$BR" mtu "$mtu" up
 				for p in "$P1" "$P2"; do ip link set "$p" master "$BR"; done
 			else
-				printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\ncpus: [%s]\nmetrics: "off"\ncontrol: {socket: off}\n' "$P1" "$P2" "${CPUS:-}" >"$WORK/gswitchd.yaml"
+				printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\ncpus: [%s]\nmetrics: "off"\ncontrol: {socket: off}\n%b\n' "$P1" "$P2" "${CPUS:-}" "${SWITCH_KEYS:-}" >"$WORK/gswitchd.yaml"
 				switch_start "$OUT/gswitchd-$mtu-$rep.log"
 			fi
 			ip netns exec "$H1" ping -c 3 -i 0.1 -q -M do -s $((mtu - 28)) 10.205.0.2 >/dev/null ||
