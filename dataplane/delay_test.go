@@ -91,3 +91,49 @@ func TestRxDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayWakesEarly: a worker asks to be woken for a delayed frame
+// earlier by how late its timed wake-ups have come (an average over about
+// eight), polls instead of sleeping within that margin, and never sends
+// the frame before it is due.
+func TestDelayWakesEarly(t *testing.T) {
+	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) { c.Ports[1].DelayNs = 500e3 })
+	w := s.workers[0]
+	l[1].Inject(udp(1, 2, 10))
+	settle(s)
+	l[0].Inject(udp(2, 1, 100))
+	settle(s)
+	sent := l[1].SentCount
+	if to := w.sleepTimeout(clk.t); to != 500e3 {
+		t.Fatalf("no lateness seen yet: would sleep %d ns for a frame due in 500 us", to)
+	}
+	for i := 0; i < 100; i++ {
+		w.noteLate(60e3)
+	}
+	if w.early < 59e3 || w.early > 60e3 {
+		t.Fatalf("after wake-ups 60 us late, early is %d ns", w.early)
+	}
+	w.noteLate(-5e3) // woken before its time: not counted
+	w.noteLate(10e9) // counted as the bound, no more
+	if w.early > 60e3+maxEarly/8 {
+		t.Fatalf("one wake-up of 10 s moved early to %d ns", w.early)
+	}
+	w.early = 60e3
+	if to := w.sleepTimeout(clk.t); to != 440e3 {
+		t.Fatalf("wake-ups 60 us late: would sleep %d ns for a frame due in 500 us, want 440 us", to)
+	}
+	clk.t += 450e3
+	settle(s)
+	if to := w.sleepTimeout(clk.t); to != 0 {
+		t.Fatalf("50 us before the frame is due, within the 60 us margin: would sleep %d ns, want to poll", to)
+	}
+	if l[1].SentCount != sent {
+		t.Fatal("the frame left before it was due")
+	}
+	clk.t += 50e3
+	settle(s)
+	if l[1].SentCount != sent+1 {
+		t.Fatal("the frame did not leave when due")
+	}
+	checkFrames(t, s)
+}
