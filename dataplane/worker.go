@@ -129,12 +129,8 @@ type worker struct {
 	evictBuf pkt.Packet
 	arrival  pkt.Packet // scratch: a packet as it arrived at the scheduler
 
-	efd        int // eventfd other workers write to wake this one
-	// early is how much sooner than a frame's due time the worker asks to
-	// be woken for a link's delay line: an average of how late its timed
-	// wake-ups come (noteLate), so that delayed frames leave on time on
-	// average instead of a wake-up's lateness late on every hop.
-	early int64
+	efd        int   // eventfd other workers write to wake this one
+	early      int64 // how much sooner than a delayed frame is due the worker asks to be woken (noteLate)
 	wone       uint64
 	rbuf       uint64
 	pollfds    []unix.PollFd
@@ -615,7 +611,9 @@ const maxEarly = 200e3
 // noteLate folds how late a timed wake-up came (ns) into early, an
 // exponentially weighted average over about eight wake-ups, bounded to
 // [0, maxEarly]. A wake-up that came before its time (a signal) is not
-// counted.
+// counted. Asking that much sooner for a link's delay line, the worker
+// sends delayed frames on time on average instead of a wake-up's
+// lateness late on every hop.
 func (w *worker) noteLate(late int64) {
 	if late < 0 {
 		return
