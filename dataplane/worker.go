@@ -129,8 +129,7 @@ type worker struct {
 	evictBuf pkt.Packet
 	arrival  pkt.Packet // scratch: a packet as it arrived at the scheduler
 
-	efd        int   // eventfd other workers write to wake this one
-	early      int64 // how much sooner than a delayed frame is due the worker asks to be woken (noteLate)
+	efd        int // eventfd other workers write to wake this one
 	wone       uint64
 	rbuf       uint64
 	pollfds    []unix.PollFd
@@ -263,9 +262,7 @@ func (w *worker) run() {
 			continue
 		}
 		w.spinning.Store(sp.on() && spin > 0)
-		if !w.sleep(now) {
-			continue // a timer is (almost) due: pass again; nothing for the spinner to learn
-		}
+		w.sleep(now)
 		last = s.clock.Now()
 		if spin > 0 {
 			if last-now < spin {
@@ -513,26 +510,21 @@ func (w *worker) wake() {
 
 // sleep blocks in ppoll until a socket has frames, another worker hands
 // over work, the next shaped frame may leave or a mechanism's timer is due.
-// It reports false if a timer was due at once (or within the worker's
-// early margin for a delay line), so that it did not try to sleep.
-func (w *worker) sleep(now int64) bool {
+func (w *worker) sleep(now int64) {
 	timeout := w.sleepTimeout(now)
 	if timeout <= 0 {
-		return false
+		return
 	}
 	w.sleeping.Store(true)
 	// A producer that pushed before seeing sleeping=true did not wake us: look once more.
 	if w.inboundPending() || w.s.stateGen.Load() != w.gen {
 		w.sleeping.Store(false)
-		return true
+		return
 	}
 	w.sleeps.Add(1)
 	w.ts = unix.NsecToTimespec(timeout)
 	n, _ := unix.Ppoll(w.pollfds, &w.ts, nil)
 	w.sleeping.Store(false)
-	if n == 0 && timeout < 1e9 {
-		w.noteLate(w.s.clock.Now() - (now + timeout))
-	}
 	if n > 0 {
 		w.wakeups.Add(1)
 		for i := range w.pollfds {
@@ -553,7 +545,6 @@ func (w *worker) sleep(now int64) bool {
 			}
 		}
 	}
-	return true
 }
 
 // sleepTimeout is how long the worker may sleep after a pass at now that
@@ -584,7 +575,7 @@ func (w *worker) sleepTimeout(now int64) int64 {
 			}
 		}
 		if dl := p.dline; dl != nil && dl.n > 0 {
-			timeout = min(timeout, max(dl.head().due-now-w.early, 0))
+			timeout = min(timeout, max(dl.head().due-now, 1))
 		}
 		if p.txOutstanding.Load() > 0 && !p.down.Load() {
 			timeout = min(timeout, 200e3) // completions to reap (a down port's tx ring does not move)
@@ -595,30 +586,13 @@ func (w *worker) sleepTimeout(now int64) int64 {
 	}
 	for _, q := range w.rx {
 		if q.dly != nil && q.dly.n > 0 {
-			timeout = min(timeout, max(q.dly.head().due-now-w.early, 0))
+			timeout = min(timeout, max(q.dly.head().due-now, 1))
 		}
 	}
 	if w.unpollable {
 		timeout = min(timeout, 1e6) // a link with no descriptor cannot wake us: look every millisecond
 	}
 	return timeout
-}
-
-// maxEarly bounds how early the worker wakes for a delay line: within it,
-// the worker polls instead of sleeping until the frame is due.
-const maxEarly = 200e3
-
-// noteLate folds how late a timed wake-up came (ns) into early, an
-// exponentially weighted average over about eight wake-ups, bounded to
-// [0, maxEarly]. A wake-up that came before its time (a signal) is not
-// counted. Asking that much sooner for a link's delay line, the worker
-// sends delayed frames on time on average instead of a wake-up's
-// lateness late on every hop.
-func (w *worker) noteLate(late int64) {
-	if late < 0 {
-		return
-	}
-	w.early += (min(late, maxEarly) - w.early) / 8
 }
 
 func (w *worker) inboundPending() bool {

@@ -18,6 +18,7 @@
 #
 #   sudo scripts/experiments/bfc-fig7.sh     # about 45 s
 #
+# GSWITCHD=path runs that gswitchd build instead of building one (A/B runs).
 # RATE=100Mbit, DELAY=5ms (the Sw1-Sw2 link), DELAY3=2500us (the Sw3-Sw2
 # link), SECONDS_=10, STEP=0.1, WINDOW=2MB, HOST_PAUSES=false, BFC_KEYS= (more
 # keys of the bfc mechanism, e.g. BFC_KEYS="hrtt: 20ms"), SWITCH_KEYS= (more
@@ -39,7 +40,7 @@ mkdir -p "$OUT"
 WORK=$(mktemp -d)
 NAME=bf7$((RANDOM % 1000))
 BASE=$((20000 + RANDOM % 20000))
-go build -o "$WORK/gswitchd" ./cmd/gswitchd
+if [ -n "${GSWITCHD:-}" ]; then cp "$GSWITCHD" "$WORK/gswitchd"; else go build -o "$WORK/gswitchd" ./cmd/gswitchd; fi # GSWITCHD: another build (A/B runs)
 go build -o "$WORK/gswitchctl" ./cmd/gswitchctl
 go build -o "$WORK/gsperf" ./cmd/gsperf
 sed -e "s/^name: .*/name: $NAME/" -e "s/^metrics_base: .*/metrics_base: $BASE/" \

@@ -787,8 +787,13 @@ func TestDelayedLineRTT(t *testing.T) {
 		rise := slow[i] - plain[i]
 		t.Logf("ping %s -> %s: p50 RTT %.3f ms without delays, %.3f ms with (%s): rise %.3f ms, expected %.3f ms (%+.1f%%)",
 			p.from, p.to, plain[i], slow[i], p.what, rise, p.want, 100*(rise-p.want)/p.want)
-		if math.Abs(rise-p.want) > 0.1*p.want {
-			t.Errorf("ping %s -> %s: RTT rose by %.3f ms, want %.3f ms within 10%%", p.from, p.to, rise, p.want)
+		// Each delayed hop adds the worker's wake-up for the frame that is
+		// due, 0.05 to 0.1 ms here (+3 to 6% in all, and it went past 10%
+		// once in a full suite): lateness only adds, so the bar is 5% below
+		// and 15% above. A delay missing on any link, either way, takes 1
+		// ms or more off: 9% of s1 -> s3, 12.5% of s1 -> r1.
+		if rise < 0.95*p.want || rise > 1.15*p.want {
+			t.Errorf("ping %s -> %s: RTT rose by %.3f ms, want %.3f ms, from 5%% less to 15%% more", p.from, p.to, rise, p.want)
 		}
 	}
 }
