@@ -42,6 +42,15 @@ export PATH=$PATH:/usr/local/go/bin
 . scripts/lib/env.sh
 COUNT=${COUNT:-3000} INTERVAL=${INTERVAL:-0.002} CASES=${CASES:-"direct bridge gswitchd busy pinned nice"} LOAD=${LOAD:-0}
 OUT=${OUT:-results-latency-$(date +%Y%m%d-%H%M%S)}
+if [ -n "${TRACE:-}" ] && [ -n "${SCHED:-}" ]; then
+	echo "latency.sh: TRACE and SCHED each run perf over the pings; set one" >&2
+	exit 1
+fi
+if { [ -n "${TRACE:-}" ] || [ -n "${SCHED:-}" ]; } && ! command -v perf >/dev/null; then
+	echo "latency.sh: TRACE and SCHED need perf (apt-get install linux-perf)" >&2
+	exit 1
+fi
+case " $CASES " in *" other "*) [ -x "${OTHER:-}" ] || { echo "latency.sh: case other needs OTHER=path of another gswitchd binary" >&2; exit 1; } ;; esac
 ID=$(topo_id lt)
 BR=${ID}br
 exp_begin "$ID" 2 10.203.0
@@ -118,7 +127,7 @@ for c in $CASES; do
 		busy) extra="busy_poll: true" ;;
 		pinned) extra="cpus: [0]" prefix="taskset -c 0" ;;
 		nice) extra="nice: ${NICE:--10}\nslice: ${SLICE:-100us}" ;;
-		other) cp "$WORK/gswitchd" "$WORK/gswitchd.this" && cp "${OTHER:?OTHER=path of the other gswitchd binary}" "$WORK/gswitchd" ;;
+		other) cp "$WORK/gswitchd" "$WORK/gswitchd.this" && cp "$OTHER" "$WORK/gswitchd" ;;
 		esac
 		printf 'ports:\n  - {name: p1, interface: %s}\n  - {name: p2, interface: %s}\n%b\nmetrics: "off"\ncontrol: {socket: off}\n' \
 			"$P1" "$P2" "$extra" >"$WORK/gswitchd.yaml"

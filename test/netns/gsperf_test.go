@@ -225,24 +225,24 @@ func queueSamples(t *testing.T, path, prefix string) (seen, samples int, peak fl
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	var any []bool
+	var nonEmpty []bool // per sample: some queue under prefix held bytes
 	for k, v := range s.Bytes {
 		samples = max(samples, len(v))
-		for len(any) < len(v) {
-			any = append(any, false)
+		for len(nonEmpty) < len(v) {
+			nonEmpty = append(nonEmpty, false)
 		}
 		if !strings.HasPrefix(k, prefix) {
 			continue
 		}
 		for i, x := range v {
 			if x > 0 {
-				any[i] = true
+				nonEmpty[i] = true
 				peak = max(peak, x)
 			}
 		}
 	}
-	for _, a := range any {
-		if a {
+	for _, e := range nonEmpty {
+		if e {
 			seen++
 		}
 	}
