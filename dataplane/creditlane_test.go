@@ -16,6 +16,7 @@ type laneTester struct{}
 type laneTesterConfig struct {
 	Rate         uint64
 	Burst, Queue int
+	Drop         mech.CreditDrop
 }
 
 func init() {
@@ -23,7 +24,7 @@ func init() {
 		New: func(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			for i, p := range ports {
 				if c, ok := p.Config.(*laneTesterConfig); ok {
-					if err := sw.SetCreditLane(i, c.Rate, c.Burst, c.Queue); err != nil {
+					if err := sw.SetCreditLane(i, c.Rate, c.Burst, c.Queue, c.Drop); err != nil {
 						return nil, err
 					}
 				}

@@ -149,7 +149,7 @@ func (w *worker) dropAdmitted(port *Port, p *pkt.Packet, r pkt.Reason, now int64
 func (w *worker) toLane(port *Port, p *pkt.Packet, now int64) bool {
 	var ok bool
 	if p.Lane == pkt.LaneCredit && port.credit != nil {
-		if ok = port.credit.push(p); !ok {
+		if ok = port.credit.push(p, &w.victim); !ok {
 			port.credit.dropped.Add(1)
 		}
 	} else {
@@ -234,6 +234,7 @@ func (w *worker) serve(p *Port, now int64) bool {
 			p.credit.q.Pop(pk)
 			p.credit.bucket.Take(pk.Len)
 			p.credit.sent.Add(1)
+			p.credit.sentSome()
 			nl++
 		case p.sched.Dequeue(&w.dataOut[nd]):
 			pk = &w.dataOut[nd]
@@ -332,18 +333,66 @@ func (w *worker) serve(p *Port, now int64) bool {
 	p.sched.Publish()
 	p.ctrl.Publish()
 	if p.credit != nil {
+		p.credit.bucket.Backlogged(!p.credit.q.Empty())
 		p.credit.q.Publish()
 		p.credit.tokens.Store(p.credit.bucket.Tokens(now))
 	}
 	return work
 }
 
-// push puts an arriving credit on the lane, or reports that the lane is
-// full (egress worker only): tail drop, at the queue length configured
-// (the ring under it may be larger).
-func (c *creditLane) push(p *pkt.Packet) bool {
-	return c.q.Packets() < c.limit && c.q.Push(p)
+// push puts an arriving credit on the lane, at the queue length configured
+// (the ring under it may be larger), or reports false (egress worker
+// only). Then *p is the credit to drop: the arriving one or, with the
+// probability of reservoir sampling, one admitted earlier in the same pass,
+// which p replaced (see creditLane). scratch is the caller's.
+func (c *creditLane) push(p, scratch *pkt.Packet) bool {
+	c.arrived++
+	if c.random && c.early() {
+		c.earlyDrops.Add(1)
+		return false
+	}
+	if c.q.Packets() < c.limit && c.q.Push(p) {
+		c.admits = min(c.admits+1, fairWindow)
+		return true
+	}
+	if c.admits == 0 {
+		return false
+	}
+	j := uint32(c.next() >> 32 * uint64(c.arrived) >> 32) // uniform in [0, arrived)
+	if j >= c.admits || !c.q.ReplaceFromTail(j, p, scratch) {
+		return false
+	}
+	*p = *scratch
+	return false
 }
+
+// early folds the queue's length into its average and draws whether an
+// arriving credit is dropped before the queue is full: with probability
+// (avg - limit/2) / (limit - limit/2), clamped to [0, 1] (mech.CreditDropRandom).
+// The threshold is half the queue, not less: at a quarter, a lane that was
+// not the flows' bottleneck (the multi-bottleneck's swl) dropped early
+// whenever its credits bunched.
+func (c *creditLane) early() bool {
+	c.avg += (int64(c.q.Packets())<<8 - c.avg) / 16 // weight 1/16 per arrival
+	lo, hi := int64(c.limit)<<7, int64(c.limit)<<8  // half the queue, the queue; 1/256 credits
+	if c.avg <= lo {
+		return false
+	}
+	r := int64(c.next() >> 40) // uniform in [0, 2^24)
+	return r*(hi-lo) < (c.avg-lo)<<24
+}
+
+// next steps the lane's xorshift generator.
+func (c *creditLane) next() uint64 {
+	c.rng ^= c.rng << 13
+	c.rng ^= c.rng >> 7
+	c.rng ^= c.rng << 17
+	return c.rng
+}
+
+// sentSome ends a pass's competition for room: the credits that arrive
+// next compete for what this send freed (egress worker only).
+func (c *creditLane) sentSome() { c.arrived, c.admits = 0, 0 }
 
 // ready reports whether the lane's head credit may leave at now: the
 // bucket holds its whole cost (egress worker only).

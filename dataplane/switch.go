@@ -156,17 +156,37 @@ type Port struct {
 }
 
 // creditLane is a port's lane for credits: a small FIFO under its own
-// token bucket, served before data when the bucket allows; a full lane
-// drops at the tail. The egress worker owns it; the counters are read by
-// any goroutine.
+// token bucket, served before data when the bucket allows. The egress
+// worker owns it; the counters are read by any goroutine.
+//
+// A full lane drops, but not simply at the tail. The worker admits a
+// pass's credits in the order it reads its sockets, one port after
+// another, where a switch's credit queue sees them interleaved in time;
+// tail drop would then favour the ports read first. So the credits that
+// arrive between two sends compete alike for the room the last send left:
+// when the k-th of them finds the lane full, it replaces one of the up to
+// fairWindow admitted before it since that send with probability (that
+// number)/k, else it is dropped (reservoir sampling; the queue's order is
+// kept). With mech.CreditDropRandom an arriving credit may also be dropped
+// before the lane is full (random early detection: see early).
 type creditLane struct {
-	q       *queues.FIFO
-	limit   uint32 // credits the lane holds (credit_queue)
-	bucket  *shaper.Bucket
-	sent    atomic.Uint64 // credits that left the lane (written by the egress worker only)
-	dropped atomic.Uint64 // credits the full lane refused (lane_full)
-	tokens  atomic.Int64  // the bucket's bytes at the egress worker's last pass
+	q          *queues.FIFO
+	limit      uint32 // credits the lane holds (credit_queue)
+	bucket     *shaper.Bucket
+	random     bool          // mech.CreditDropRandom
+	avg        int64         // the queue's average length at arrivals, in 1/256 credits (random only)
+	arrived    uint32        // credits offered since the lane last sent
+	admits     uint32        // of those, still queued at the tail (at most fairWindow count)
+	rng        uint64        // xorshift state for the drop choices
+	sent       atomic.Uint64 // credits that left the lane (written by the egress worker only)
+	dropped    atomic.Uint64 // credits the lane refused (lane_full)
+	earlyDrops atomic.Uint64 // of those, dropped early (random only)
+	tokens     atomic.Int64  // the bucket's bytes at the egress worker's last pass
 }
+
+// fairWindow bounds how many of a pass's admitted credits a later one may
+// replace (each replacement moves that many): beyond it, tail drop.
+const fairWindow = 64
 
 // Scheduler returns the port's egress scheduler (for metrics: Depth only).
 func (p *Port) Scheduler() sched.Scheduler { return p.sched }
@@ -215,7 +235,7 @@ func (p *Port) CreditLane() (mech.CreditLaneStats, bool) {
 		return mech.CreditLaneStats{}, false
 	}
 	_, n := c.q.Depth()
-	return mech.CreditLaneStats{Sent: c.sent.Load(), Dropped: c.dropped.Load(), Queued: n,
+	return mech.CreditLaneStats{Sent: c.sent.Load(), Dropped: c.dropped.Load(), Early: c.earlyDrops.Load(), Queued: n,
 		TokenBytes: c.tokens.Load(), DepthBytes: c.bucket.Depth(), RateBits: c.bucket.RateBits()}, true
 }
 
@@ -631,9 +651,11 @@ func (s *Switch) PortDown(port int) bool { return s.ports[port].down.Load() }
 // of burst bytes and a queue of queueLen frames. Call before Start (from a
 // mechanism's New). The head credit leaves only when the bucket holds its
 // whole cost on the wire (max(len, 60) + 24 bytes), never on debt, so at
-// most burst bytes of credits leave back to back; a credit that finds the
-// queue full is dropped (lane_full, and counted in CreditLane).
-func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int) error {
+// most burst bytes of credits leave back to back, unless the worker ran
+// late: then the bucket makes up the time, up to the switch's catchup, as
+// the port's shaper does. A credit the lane cannot take is dropped as drop
+// says (lane_full, and counted in CreditLane; see creditLane).
+func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int, drop mech.CreditDrop) error {
 	if s.started {
 		return errors.New("credit lanes are set up before the switch starts")
 	}
@@ -647,11 +669,16 @@ func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int) e
 	if err != nil {
 		return err
 	}
+	// A meter whose worker runs late while credits wait makes up the time,
+	// as the port's shaper does (shaper, Late service).
+	if err := b.SetCatchUp(int64(s.cfg.CatchUp)); err != nil {
+		return fmt.Errorf("catchup: %w", err)
+	}
 	q, err := queues.NewFIFO(uint64(queueLen)*s.frameSize, queueLen)
 	if err != nil {
 		return err
 	}
-	s.ports[port].credit = &creditLane{q: q, limit: uint32(queueLen), bucket: b}
+	s.ports[port].credit = &creditLane{q: q, limit: uint32(queueLen), bucket: b, random: drop == mech.CreditDropRandom, rng: 0x9e3779b97f4a7c15 ^ uint64(port+1)*0xbf58476d1ce4e5b9}
 	s.ports[port].credit.tokens.Store(b.Depth())
 	return nil
 }

@@ -123,6 +123,7 @@ type worker struct {
 	unrouted [256]atomic.Uint64    // emissions to be routed that found no way out, by kind
 	flood    []uint16              // scratch: ports a frame floods to (one per port)
 	pk       pkt.Packet            // scratch: a packet held across an interface call (a local would escape)
+	victim   pkt.Packet            // scratch: a credit a full lane gives up (creditLane.push)
 	one      [1]pkt.Packet         // scratch: a batch of one for control hooks
 	batch    mech.Batch            // scratch: the batch handed to hooks
 	ctlBatch mech.Batch            // scratch: a batch of one control frame

@@ -252,8 +252,9 @@ type Switch interface {
 	// (any goroutine, the egress worker's own ticks included).
 	ResumeQueue(port, q int)
 	// SetCreditLane meters port's credit lane to rateBits with a bucket of
-	// burst bytes and a queue of queueLen frames. Call it from New.
-	SetCreditLane(port int, rateBits uint64, burst, queueLen int) error
+	// burst bytes and a queue of queueLen frames that drops as drop says.
+	// Call it from New.
+	SetCreditLane(port int, rateBits uint64, burst, queueLen int, drop CreditDrop) error
 	// PortDown reports whether port is down (any goroutine).
 	PortDown(port int) bool
 	// TickSoon asks worker w to run h's Tick at its next pass, before the
@@ -265,11 +266,31 @@ type Switch interface {
 	CreditLane(port int) (CreditLaneStats, bool)
 }
 
+// CreditDrop is how a credit lane drops the credits it cannot carry.
+type CreditDrop uint8
+
+const (
+	// CreditDropTail drops what finds the queue full (the paper's switch).
+	// The credits that arrive between two of the lane's sends compete
+	// alike for the room (the worker reads its sockets one after another,
+	// where a switch sees their credits interleaved).
+	CreditDropTail CreditDrop = iota
+	// CreditDropRandom drops each arriving credit with a probability that
+	// grows with the queue's average length, from 0 at half the queue to
+	// 1 at the full queue (random early detection on the credit
+	// queue), and at the tail when the queue is full. Every credit that
+	// arrives at about the same time has the same chance, however its
+	// sender spaces its credits: the uniform random drop ExpressPass's
+	// fairness rests on (section 3.1 of the paper).
+	CreditDropRandom
+)
+
 // CreditLaneStats are the counters of a port's credit lane (see
 // Switch.SetCreditLane).
 type CreditLaneStats struct {
 	Sent       uint64 // credits that left the lane
-	Dropped    uint64 // credits refused because the lane was full (also counted as lane_full drops)
+	Dropped    uint64 // credits the lane refused (also counted as lane_full drops)
+	Early      uint64 // of Dropped, those CreditDropRandom dropped before the queue was full
 	Queued     uint32 // credits waiting now (as of the egress worker's last pass)
 	TokenBytes int64  // bytes in the lane's bucket at the egress worker's last pass
 	DepthBytes int64  // the bucket's depth

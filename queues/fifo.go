@@ -56,6 +56,29 @@ func (q *FIFO) Pop(p *pkt.Packet) bool {
 	return true
 }
 
+// ReplaceFromTail takes the packet n places before the tail (0: the last
+// pushed) out of the queue into out, moves the n packets behind it up by
+// one, and appends p at the tail, so the order of the others stays (owner
+// only). It reports false, changing nothing, if the queue holds no more
+// than n packets or the byte limit would be exceeded. The cost is n moves.
+func (q *FIFO) ReplaceFromTail(n uint32, p, out *pkt.Packet) bool {
+	if q.tail-q.head <= n {
+		return false
+	}
+	i := q.tail - 1 - n
+	victim := q.buf[i&q.mask]
+	if q.bytes-uint64(victim.Len)+uint64(p.Len) > q.limit {
+		return false
+	}
+	for ; i != q.tail-1; i++ {
+		q.buf[i&q.mask] = q.buf[(i+1)&q.mask]
+	}
+	q.buf[(q.tail-1)&q.mask] = *p
+	q.bytes += uint64(p.Len) - uint64(victim.Len)
+	*out = victim
+	return true
+}
+
 // Head returns the head packet without removing it (owner only).
 func (q *FIFO) Head() (*pkt.Packet, bool) {
 	if q.head == q.tail {

@@ -20,6 +20,7 @@ type xpFlags struct {
 	dscp, nicQueue, nicBurst, ackEvery *int
 	spin                               *time.Duration
 	seed                               *int64
+	trace                              *string
 }
 
 func addXPFlags(fs *flag.FlagSet) *xpFlags {
@@ -38,6 +39,7 @@ func addXPFlags(fs *flag.FlagSet) *xpFlags {
 		ackEvery: fs.Int("xp-ack-every", 4, "xpass: acknowledge in-order progress every this many segments (holes and the end at once)"),
 		spin:     fs.Duration("xp-spin", 20*time.Microsecond, "xpass: wait the last stretch before a credit is due by spinning (sleeps wake late)"),
 		seed:     fs.Int64("xp-seed", 1, "xpass: seed of the credit jitter"),
+		trace:    fs.String("xp-trace", "", "xpass: write a line per feedback update (loss, rate, w) to this file"),
 	}
 }
 
@@ -64,7 +66,15 @@ func (x *xpFlags) config() (udp.XPassConfig, error) {
 	if err := p.Validate(); err != nil {
 		return udp.XPassConfig{}, err
 	}
-	return udp.XPassConfig{Params: p, AckEvery: *x.ackEvery, Spin: *x.spin, Seed: *x.seed}, nil
+	xc := udp.XPassConfig{Params: p, AckEvery: *x.ackEvery, Spin: *x.spin, Seed: *x.seed}
+	if *x.trace != "" {
+		f, err := os.Create(*x.trace)
+		if err != nil {
+			return udp.XPassConfig{}, fmt.Errorf("-xp-trace: %v", err)
+		}
+		xc.Trace = f // closed at exit
+	}
+	return xc, nil
 }
 
 // serveXPass runs the server in -mode xpass and prints both counters at exit.

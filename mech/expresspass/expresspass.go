@@ -49,6 +49,18 @@ type Config struct {
 	CreditDSCP  int `yaml:"credit_dscp"`  // the credit class: credits carry this DSCP (0-63; one value per switch)
 	CreditQueue int `yaml:"credit_queue"` // credits the port's credit lane holds (1-4096; the paper: 4 to 8)
 	CreditBurst int `yaml:"credit_burst"` // the credit meter's depth in credits (1-64; the paper: 2)
+	// CreditDrop is how the credit lane drops: tail (the default, the
+	// paper's switch) or random (random early detection on the credit
+	// queue, so every credit has the same chance: mech.CreditDropRandom).
+	CreditDrop string `yaml:"credit_drop"`
+}
+
+// drop is CreditDrop's policy (after Validate).
+func (c *Config) drop() mech.CreditDrop {
+	if c.CreditDrop == "random" {
+		return mech.CreditDropRandom
+	}
+	return mech.CreditDropTail
 }
 
 // Validate implements mech.Validator.
@@ -61,6 +73,9 @@ func (c *Config) Validate(p mech.PortInfo) error {
 	}
 	if c.CreditBurst < 1 || c.CreditBurst > 64 {
 		return fmt.Errorf("credit_burst: %d credits out of range [1, 64] (the paper uses 2)", c.CreditBurst)
+	}
+	if c.CreditDrop != "" && c.CreditDrop != "tail" && c.CreditDrop != "random" {
+		return fmt.Errorf("credit_drop: %q is neither tail (drop what finds the credit queue full, the paper's switch) nor random (random early drop)", c.CreditDrop)
 	}
 	if p.Name != "" && p.RateBits == 0 {
 		return fmt.Errorf("the port has no rate: expresspass meters credits to 84/1622 of the port's rate (set the port's rate:, e.g. rate: 1Gbit)")
@@ -148,7 +163,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		} else if uint8(c.CreditDSCP) != x.dscp {
 			return nil, fmt.Errorf("port %s: credit_dscp %d differs from port %s's %d (the credit class is one DSCP per switch)", p.Name, c.CreditDSCP, dscpFrom, x.dscp)
 		}
-		if err := sw.SetCreditLane(i, CreditRateBits(p.RateBits), c.CreditBurst*CreditWireBytes, c.CreditQueue); err != nil {
+		if err := sw.SetCreditLane(i, CreditRateBits(p.RateBits), c.CreditBurst*CreditWireBytes, c.CreditQueue, c.drop()); err != nil {
 			return nil, fmt.Errorf("port %s: credit lane: %w", p.Name, err)
 		}
 		s := sw.Scheduler(i)
@@ -242,7 +257,8 @@ type PortStats struct {
 	CreditsIn        uint64 // credits classified on arrival at this port
 	Refused          [numRefused]uint64
 	CreditsForwarded uint64 // credits that left on this port's credit lane
-	CreditsDropped   uint64 // credits this port's full credit lane dropped
+	CreditsDropped   uint64 // credits this port's credit lane dropped
+	CreditsEarly     uint64 // of those, dropped before the lane was full (credit_drop: random)
 	TokenBytes       int64  // the credit meter's bytes at the egress worker's last pass
 	DataPackets      uint64 // data packets admitted to the port (the histogram's count)
 	DataDepthSum     uint64 // sum of the data-queue depths they found
@@ -262,7 +278,7 @@ func (x *XP) Stats(i int) PortStats {
 		s.Refused[k] = r.refused[k].Load()
 	}
 	if l, ok := x.sw.CreditLane(i); ok {
-		s.CreditsForwarded, s.CreditsDropped, s.TokenBytes = l.Sent, l.Dropped, l.TokenBytes
+		s.CreditsForwarded, s.CreditsDropped, s.CreditsEarly, s.TokenBytes = l.Sent, l.Dropped, l.Early, l.TokenBytes
 	}
 	if p := x.ports[i]; p != nil {
 		for k := range p.hist {
@@ -299,8 +315,9 @@ var (
 	dIn        = prometheus.NewDesc("gswitch_expresspass_credits_received_total", "Credits classified on arrival at the port (sent on to a credit lane).", []string{"port"}, nil)
 	dRefused   = prometheus.NewDesc("gswitch_expresspass_credits_refused_total", "Frames with an XP_CREDIT message received on the port that are not credits: malformed (dropped), not_credit_class or tagged (forwarded as data).", []string{"port", "why"}, nil)
 	dForwarded = prometheus.NewDesc("gswitch_expresspass_credits_forwarded_total", "Credits that left on the port's credit lane.", []string{"port"}, nil)
-	dDropped   = prometheus.NewDesc("gswitch_expresspass_credits_dropped_total", "Credits the port's full credit lane dropped: the congestion signal of ExpressPass.", []string{"port"}, nil)
-	dTokens    = prometheus.NewDesc("gswitch_expresspass_credit_tokens_bytes", "Bytes in the port's credit meter (at most credit_burst x 84).", []string{"port"}, nil)
+	dDropped   = prometheus.NewDesc("gswitch_expresspass_credits_dropped_total", "Credits the port's credit lane dropped: the congestion signal of ExpressPass.", []string{"port"}, nil)
+	dEarly     = prometheus.NewDesc("gswitch_expresspass_credits_dropped_early_total", "Of the credits the port's credit lane dropped, those dropped at random before it was full (credit_drop: random).", []string{"port"}, nil)
+	dTokens    = prometheus.NewDesc("gswitch_expresspass_credit_tokens_bytes", "Bytes in the port's credit meter (credit_burst x 84, more while it makes up for time its worker ran late).", []string{"port"}, nil)
 	dRate      = prometheus.NewDesc("gswitch_expresspass_credit_rate_bytes_per_second", "The port's credit rate in bytes/s: its rate x 84/1622.", []string{"port"}, nil)
 	dDepth     = prometheus.NewDesc("gswitch_expresspass_data_queue_packets", "Depth of the port's data queues (packets) found by each arriving data packet.", []string{"port"}, nil)
 	dDataDrops = prometheus.NewDesc("gswitch_expresspass_data_dropped_total", "Data packets the port's traffic manager dropped.", []string{"port"}, nil)
@@ -308,7 +325,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (x *XP) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dIn, dRefused, dForwarded, dDropped, dTokens, dRate, dDepth, dDataDrops} {
+	for _, d := range []*prometheus.Desc{dIn, dRefused, dForwarded, dDropped, dEarly, dTokens, dRate, dDepth, dDataDrops} {
 		ch <- d
 	}
 }
@@ -327,6 +344,7 @@ func (x *XP) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(dForwarded, prometheus.CounterValue, float64(s.CreditsForwarded), name)
 		ch <- prometheus.MustNewConstMetric(dDropped, prometheus.CounterValue, float64(s.CreditsDropped), name)
+		ch <- prometheus.MustNewConstMetric(dEarly, prometheus.CounterValue, float64(s.CreditsEarly), name)
 		ch <- prometheus.MustNewConstMetric(dTokens, prometheus.GaugeValue, float64(s.TokenBytes), name)
 		if l, ok := x.sw.CreditLane(i); ok {
 			ch <- prometheus.MustNewConstMetric(dRate, prometheus.GaugeValue, float64(l.RateBits)/8, name)

@@ -229,6 +229,7 @@ func TestConfigErrors(t *testing.T) {
 		{expresspass.Config{CreditDSCP: 10, CreditQueue: 0, CreditBurst: 2}, mech.PortInfo{Name: "p", RateBits: 1e9}, "credit_queue"},
 		{expresspass.Config{CreditDSCP: 10, CreditQueue: 8, CreditBurst: 0}, mech.PortInfo{Name: "p", RateBits: 1e9}, "credit_burst"},
 		{expresspass.Config{CreditDSCP: 10, CreditQueue: 8, CreditBurst: 2}, mech.PortInfo{Name: "p"}, "rate"},
+		{expresspass.Config{CreditDSCP: 10, CreditQueue: 8, CreditBurst: 2, CreditDrop: "red"}, mech.PortInfo{Name: "p", RateBits: 1e9}, "credit_drop"},
 	} {
 		err := tc.c.Validate(tc.info)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -237,6 +238,13 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if err := defaults().Validate(mech.PortInfo{Name: "p", RateBits: 1e9}); err != nil {
 		t.Fatal(err)
+	}
+	for _, d := range []string{"tail", "random"} {
+		c := defaults()
+		c.CreditDrop = d
+		if err := c.Validate(mech.PortInfo{Name: "p", RateBits: 1e9}); err != nil {
+			t.Fatalf("credit_drop %s: %v", d, err)
+		}
 	}
 	other := defaults()
 	other.CreditDSCP = 12

@@ -1,9 +1,11 @@
 package udp
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"runtime"
@@ -27,6 +29,7 @@ type XPassConfig struct {
 	AckEvery int           // in-order progress is acknowledged one segment in AckEvery (1: every segment)
 	Spin     time.Duration // the last stretch before a credit is due is waited by spinning, not by sleeping (ppoll wakes late)
 	Seed     int64         // jitter
+	Trace    io.Writer     // if set, a line per feedback update (time, flow, loss, rate before and after, w)
 }
 
 // creditPayload is what a credit datagram carries: the 16-byte GC message
@@ -146,6 +149,15 @@ func ServeXPass(conn *net.UDPConn, srv *Server, xc XPassConfig, stop <-chan stru
 	host, err := xpass.NewHost(xc.Params, xc.Seed, clock())
 	if err != nil {
 		return st, err
+	}
+	if xc.Trace != nil {
+		tw := bufio.NewWriter(xc.Trace)
+		defer tw.Flush()
+		fmt.Fprintln(tw, "# t_ms flow total dropped loss rtt_us rate_before rate_after w_after (rates in B/s)")
+		host.OnUpdate = func(k xpass.Key, now int64, b, a xpass.Feedback) {
+			fmt.Fprintf(tw, "%.3f %v %d %d %.3f %.0f %d %d %.4f\n", float64(now)/1e6, k.From, b.Total, b.Dropped,
+				float64(b.Dropped)/float64(b.Total), b.RTT*1e6, b.Cur, a.Cur, a.W)
+		}
 	}
 	var stopped atomic.Bool
 	go func() { <-stop; stopped.Store(true) }()

@@ -157,6 +157,11 @@ type Host struct {
 	due     flowHeap
 	rng     *rand.Rand
 	st      HostStats
+
+	// OnUpdate, if set, is called after each rate update of the feedback
+	// control with the flow, the time (ns) and its Feedback before and
+	// after (a trace for experiments; gsperf's -xp-trace).
+	OnUpdate func(k Key, now int64, before, after Feedback)
 }
 
 // NewHost returns a host's credit sender; now is the clock (ns) it will be driven by.
@@ -318,7 +323,10 @@ func (h *Host) jittered(gap float64) float64 {
 // the NIC queue, the next credit's time.
 func (h *Host) credit(f *Flow, now int64) {
 	if !h.p.Naive {
-		f.FB.Update(sec(now))
+		before := f.FB
+		if f.FB.Update(sec(now)) && h.OnUpdate != nil {
+			h.OnUpdate(f.Key, now, before, f.FB)
+		}
 	}
 	c := wire.Credit{Seq: f.seq, SentTime: uint32(now / 1000)}
 	if f.seq++; f.seq == 0 {

@@ -19,10 +19,13 @@
 #   sudo scripts/experiments/xpass.sh        # about 5 minutes
 #   RATE=200Mbit NS=8 CQ=8 scripts/experiments/xpass.sh
 #   REPORT=100ms ...                        # each receiver prints its credits, losses and rate every 100 ms (RUN/server-HOST.log)
+#   DROP=tail ...                           # every credit lane drops at the tail (or DROP=random) instead of the files' credit_drop
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 RATE=${RATE:-100Mbit} SECS=${SECS:-3} NS=${NS:-"8 16"} CQ=${CQ:-} # CQ: credit_queue instead of the files' 32
+DROP=${DROP:-} # credit_drop instead of the files' (tail unless a file says random)
+case "$DROP" in "" | tail | random) ;; *) echo "$0: DROP=$DROP: give tail or random" >&2; exit 1 ;; esac
 OUT=${OUT:-results-xpass-$(date +%Y%m%d-%H%M%S)}
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -51,6 +54,9 @@ up() {
 	sed -e "s/rate: [0-9A-Za-z.]*/rate: $RATE/" "$src" >"$f"
 	if [ -n "$CQ" ]; then
 		sed -i "s/credit_queue: [0-9]*/credit_queue: $CQ/" "$f"
+	fi
+	if [ -n "$DROP" ]; then
+		sed -i -e "s/, credit_drop: [a-z]*//" -e "s/credit_queue: \([0-9]*\)/credit_queue: \1, credit_drop: $DROP/" "$f"
 	fi
 	if [ -n "${2:-}" ]; then
 		sed -i "s/  port: {buffer: \([0-9A-Za-z]*\), /  port: {buffer: \1, scheduler: $2, /" "$f"

@@ -29,6 +29,14 @@ import (
 // ExpressPass across gswitchd processes: topologies from
 // topologies/expresspass/ (every port running ExpressPass), brought up
 // under a random name and metrics base, gsperf -mode xpass on the hosts.
+//
+// For experiments (none of these is set in the suite):
+//   - GSWITCH_XPASS_CREDIT_DROP=tail|random: every credit lane drops so,
+//     whatever the topology file says;
+//   - GSWITCH_XPASS_TRACE=DIR: each feedback receiver writes a line per
+//     rate update into DIR (gsperf -xp-trace);
+//   - GSWITCH_XPASS_SERVER_ARGS: more gsperf server flags, e.g.
+//     "-xp-nic-burst 1".
 
 // xpRate is the line rate of every link in these tests. Credits are 130 µs
 // apart at 100 Mbit/s; on the shared 2-core machine a thread that sleeps
@@ -70,6 +78,11 @@ func upXP(t *testing.T, file, rate string) *xpFabric {
 	s := regexp.MustCompile(`(?m)^name: \w+`).ReplaceAllString(string(b), "name: x"+id[:5])
 	s = regexp.MustCompile(`(?m)^metrics_base: \d+`).ReplaceAllString(s, "metrics_base: "+strconv.Itoa(base))
 	s = regexp.MustCompile(`rate: \w+`).ReplaceAllString(s, "rate: "+rate)
+	if d := os.Getenv("GSWITCH_XPASS_CREDIT_DROP"); d != "" {
+		// Every credit lane drops so (tail or random), for A/B runs.
+		s = regexp.MustCompile(`, credit_drop: \w+`).ReplaceAllString(s, "")
+		s = regexp.MustCompile(`credit_queue: (\d+)`).ReplaceAllString(s, "credit_queue: $1, credit_drop: "+d)
+	}
 	tp, err := topo.Parse([]byte(s))
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +228,13 @@ func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool, timeout time.Du
 		args := []string{"server", "-mode", "xpass", "-bind", f.addr(fl.dst) + ":5500", "-xp-link", xpRate, "-report", "0"}
 		if naive {
 			args = append(args, "-xp-naive")
+		}
+		if a := os.Getenv("GSWITCH_XPASS_SERVER_ARGS"); a != "" {
+			args = append(args, strings.Fields(a)...)
+		}
+		if d := os.Getenv("GSWITCH_XPASS_TRACE"); d != "" && !naive {
+			// A line per feedback update, for studying the loop.
+			args = append(args, "-xp-trace", filepath.Join(d, fmt.Sprintf("%s-%d.txt", fl.dst, time.Now().UnixNano())))
 		}
 		stops[fl.dst] = f.start(fl.dst, syscall.SIGTERM, gsperfBin, args...)
 	}
@@ -584,15 +604,6 @@ func TestXPassParkingLot(t *testing.T) {
 // sender; f1 and f2 also cross the swl-swr link. Naive credits give f0
 // about twice f1's and f2's share; feedback about the same.
 func TestXPassMultiBottleneck(t *testing.T) {
-	if os.Getenv("GSWITCH_XPASS_KNOWN_FAILURES") == "" {
-		// Measured 2026-11-25: naive credits give f0 about 2 x the others
-		// (1.8-2.3 x in 20 runs of 25), but with feedback f0's share ranged
-		// from 0.41 to 2.11 x over 19 runs, within [0.7, 1.4] in 9: the
-		// receivers lose about as many credits a second whatever their
-		// rate, so the slower flows slow down further (docs/results.md,
-		// ExpressPass). Issue 14 is open on it.
-		t.Skip("known failure (issue 14): with feedback f0 gets 0.7-1.4 x the others in about half the runs only (docs/results.md, ExpressPass); GSWITCH_XPASS_KNOWN_FAILURES=1 runs it")
-	}
 	f := upXP(t, "multi-bottleneck.yaml", xpRate)
 	flows := []xpFlow{{"snd", "r0"}, {"snd", "r1"}, {"snd", "r2"}}
 	line := xpRateBits * 1408 / 1538 * 1538 / 1622
@@ -601,7 +612,8 @@ func TestXPassMultiBottleneck(t *testing.T) {
 		r := windowRates(run.flows, 500*time.Millisecond, 2500*time.Millisecond)
 		return r[0] * 2 / (r[1] + r[2]), r
 	}
-	rn, naive := ratio(f.runXP(flows, size, true, 3*time.Second))
+	nvRun := f.runXP(flows, size, true, 3*time.Second)
+	rn, naive := ratio(nvRun)
 	fbRun := f.runXP(flows, size, false, 3*time.Second)
 	rf, fb := ratio(fbRun)
 	defer func() {
@@ -615,6 +627,20 @@ func TestXPassMultiBottleneck(t *testing.T) {
 			}
 		}
 	}()
+	for name, run := range map[string]xpRun{"naive": nvRun, "feedback": fbRun} {
+		for _, r := range []string{"r0", "r1", "r2"} {
+			t.Logf("%s, %s: %s", name, r, lastLines(run.servers[r], 1))
+		}
+		for sw, m := range run.after {
+			for k, v := range m {
+				if strings.HasPrefix(k, "gswitch_drops_total{") {
+					if d := v - run.before[sw][k]; d > 0 {
+						t.Logf("%s, %s %s %.0f", name, sw, k, d)
+					}
+				}
+			}
+		}
+	}
 	t.Logf("Mbit/s (f0, f1, f2): naive %.1f %.1f %.1f (f0 %.2f x the others); feedback %.1f %.1f %.1f (f0 %.2f x, Jain %.3f)",
 		naive[0]/1e6, naive[1]/1e6, naive[2]/1e6, rn, fb[0]/1e6, fb[1]/1e6, fb[2]/1e6, rf, fairness.Jain(fb))
 	if rn < 1.4 {
