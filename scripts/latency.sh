@@ -13,6 +13,10 @@
 #            scheduler slice of SLICE (default 100us), so a woken worker
 #            runs before busy threads of other programs
 #   other    the gswitchd binary OTHER (another build), as the gswitchd case
+#   xsk      the C reference forwarder (xsk_fwd from BENCH_DIR, default
+#            ../shared/bench; it spins on its rings and forwards port to
+#            port without a lookup): what an AF_XDP forwarder on these
+#            veths costs at best, beside busy (needs libxdp-dev)
 #
 # ROUNDS=N runs the list of cases N times in turn (rows CASE-ROUND): a
 # change measured against OTHER in alternation, as single runs here move
@@ -51,6 +55,12 @@ if { [ -n "${TRACE:-}" ] || [ -n "${SCHED:-}" ]; } && ! command -v perf >/dev/nu
 	exit 1
 fi
 case " $CASES " in *" other "*) [ -x "${OTHER:-}" ] || { echo "latency.sh: case other needs OTHER=path of another gswitchd binary" >&2; exit 1; } ;; esac
+BENCH_DIR=${BENCH_DIR:-$(pwd)/../shared/bench}
+case " $CASES " in *" xsk "*)
+	[ -f "$BENCH_DIR/xsk_fwd.c" ] || { echo "latency.sh: case xsk needs BENCH_DIR with xsk_fwd.c (the reference forwarder)" >&2; exit 1; }
+	[ -f /usr/include/xdp/xsk.h ] || { echo "latency.sh: case xsk needs libxdp-dev and libbpf-dev (apt-get install libxdp-dev libbpf-dev)" >&2; exit 1; }
+	;;
+esac
 ID=$(topo_id lt)
 BR=${ID}br
 exp_begin "$ID" 2 10.203.0
@@ -156,7 +166,18 @@ for c in $CASES; do
 		switch_stop
 		[ "$c" != other ] || mv "$WORK/gswitchd.this" "$WORK/gswitchd"
 		;;
-	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned, nice, other)" >&2; exit 1 ;;
+	xsk)
+		[ -x "$WORK/xsk_fwd" ] || cc -O2 -o "$WORK/xsk_fwd" "$BENCH_DIR/xsk_fwd.c" -lxdp -lbpf -lpthread
+		# Started and stopped as a switch is (PID: stopped on exit too;
+		# SIGTERM detaches its XDP programs).
+		"$WORK/xsk_fwd" -b 64 "$P1" "$P2" 2>"$OUT/$name.log" &
+		PID=$!
+		sleep 1
+		kill -0 "$PID" 2>/dev/null || { cat "$OUT/$name.log" >&2; echo "latency.sh: xsk_fwd did not start" >&2; exit 1; }
+		pings "$ID-h1" 10.203.0.2 "$name" | tee -a "$OUT/table.md"
+		switch_stop
+		;;
+	*) echo "latency.sh: unknown case $c (direct, bridge, gswitchd, busy, pinned, nice, other, xsk)" >&2; exit 1 ;;
 	esac
 done
 done
