@@ -19,7 +19,7 @@ func testLane(t testing.TB, limit int, perSec uint64, random bool, seed uint64) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &creditLane{q: q, limit: uint32(limit), bucket: b, random: random, rng: seed | 1}
+	return &creditLane{q: q, limit: uint32(limit), bucket: b, random: random, rng: seed | 1, gap: 1e9 / int64(perSec)}
 }
 
 // credit is a 60-byte credit from source src with sequence number seq (in Addr).
@@ -41,7 +41,8 @@ func TestCreditLaneFairWithinAPass(t *testing.T) {
 		for src := uint32(0); src < 2; src++ {
 			for seq := uint32(0); seq < 10; seq++ {
 				p := credit(src, seq)
-				if !l.push(&p, &scratch) {
+				queued, evicted := l.push(&p, &scratch, 0)
+				if !queued || evicted {
 					dropped++
 				}
 			}
@@ -86,8 +87,12 @@ func laneLoss(t *testing.T, random bool) (a, b float64) {
 		for _, src := range arrive {
 			p := credit(src, uint32(sent[src]))
 			sent[src]++
-			if !l.push(&p, &scratch) {
+			queued, evicted := l.push(&p, &scratch, now)
+			if !queued {
 				lost[p.Addr>>32]++
+			}
+			if evicted {
+				lost[scratch.Addr>>32]++
 			}
 		}
 		for l.bucket.ReadyFor(now, 60) && l.q.Pop(&out) {
@@ -136,12 +141,22 @@ func FuzzCreditLane(f *testing.F) {
 				p := credit(src, seq[src])
 				seq[src]++
 				pushed++
-				if !l.push(&p, &scratch) {
-					if gone[p.Addr] {
-						t.Fatalf("credit %x dropped twice", p.Addr)
+				queued, evicted := l.push(&p, &scratch, now)
+				for _, d := range []struct {
+					yes  bool
+					addr uint64
+				}{{!queued, p.Addr}, {evicted, scratch.Addr}} {
+					if !d.yes {
+						continue
 					}
-					gone[p.Addr] = true
+					if gone[d.addr] {
+						t.Fatalf("credit %x dropped twice", d.addr)
+					}
+					gone[d.addr] = true
 					dropped++
+				}
+				if evicted && !queued {
+					t.Fatal("a credit evicted for one that was not queued")
 				}
 			case 2: // a send, as the egress pass makes
 				if l.bucket.ReadyFor(now, 60) && l.q.Pop(&out) {
@@ -168,4 +183,26 @@ func FuzzCreditLane(f *testing.F) {
 			t.Fatalf("%d pushed, %d dropped + %d sent + %d queued", pushed, dropped, sent, q)
 		}
 	})
+}
+
+// TestCreditLaneRandomForgetsAnIdleQueue: with credit_drop random, a lane
+// whose average says "full" but that has stood empty for a second takes
+// the next credit: the average decays over idle time (else the first
+// credits after every pause would be dropped for the queue of before).
+// Credits it drops early do not count among the arrivals that compete for
+// room.
+func TestCreditLaneRandomForgetsAnIdleQueue(t *testing.T) {
+	l := testLane(t, 8, 10000, true, 3)
+	l.avg = int64(l.limit) << 8 // the average at the whole queue: drop everything
+	var scratch pkt.Packet
+	p := credit(0, 0)
+	if queued, _ := l.push(&p, &scratch, 0); queued || l.arrived != 0 {
+		t.Fatalf("queued %v, arrivals %d: at a full average the credit is dropped early and not counted", queued, l.arrived)
+	}
+	for i := uint32(1); i <= 4; i++ {
+		p = credit(0, i)
+		if queued, _ := l.push(&p, &scratch, 1e9); !queued {
+			t.Fatalf("after a second of an empty lane credit %d was dropped (average %d/256)", i, l.avg)
+		}
+	}
 }

@@ -145,11 +145,18 @@ func (w *worker) dropAdmitted(port *Port, p *pkt.Packet, r pkt.Reason, now int64
 }
 
 // toLane puts a frame on the port's control or credit lane (egress worker
-// only); a full lane drops it (lane_full).
+// only) and reports whether it did. A full control lane drops the frame; a
+// credit lane drops it, or may take it and drop one it queued before (see
+// creditLane); drops are lane_full.
 func (w *worker) toLane(port *Port, p *pkt.Packet, now int64) bool {
 	var ok bool
 	if p.Lane == pkt.LaneCredit && port.credit != nil {
-		if ok = port.credit.push(p, &w.victim); !ok {
+		var evicted bool
+		if ok, evicted = port.credit.push(p, &w.victim, now); evicted {
+			port.credit.dropped.Add(1)
+			w.drop(port, &w.victim, pkt.ReasonLaneFull)
+		}
+		if !ok {
 			port.credit.dropped.Add(1)
 		}
 	} else {
@@ -340,30 +347,30 @@ func (w *worker) serve(p *Port, now int64) bool {
 	return work
 }
 
-// push puts an arriving credit on the lane, at the queue length configured
-// (the ring under it may be larger), or reports false (egress worker
-// only). Then *p is the credit to drop: the arriving one or, with the
-// probability of reservoir sampling, one admitted earlier in the same pass,
-// which p replaced (see creditLane). scratch is the caller's.
-func (c *creditLane) push(p, scratch *pkt.Packet) bool {
-	c.arrived++
-	if c.random && c.early() {
+// push puts an arriving credit p on the lane at now, at the queue length
+// configured (the ring under it may be larger), and reports whether it
+// did (egress worker only). A full lane either drops p (queued false) or,
+// with the probability of reservoir sampling, takes p in place of one it
+// admitted since its last send, which it moves into victim (evicted true)
+// for the caller to drop (see creditLane).
+func (c *creditLane) push(p, victim *pkt.Packet, now int64) (queued, evicted bool) {
+	if c.random && c.early(now) {
 		c.earlyDrops.Add(1)
-		return false
+		return false, false // not among the arrivals that compete for room
 	}
+	c.arrived++
 	if c.q.Packets() < c.limit && c.q.Push(p) {
 		c.admits = min(c.admits+1, fairWindow)
-		return true
+		return true, false
 	}
 	if c.admits == 0 {
-		return false
+		return false, false
 	}
 	j := uint32(c.next() >> 32 * uint64(c.arrived) >> 32) // uniform in [0, arrived)
-	if j >= c.admits || !c.q.ReplaceFromTail(j, p, scratch) {
-		return false
+	if j >= c.admits || !c.q.ReplaceFromTail(j, p, victim) {
+		return false, false
 	}
-	*p = *scratch
-	return false
+	return true, true
 }
 
 // early folds the queue's length into its average and draws whether an
@@ -371,8 +378,17 @@ func (c *creditLane) push(p, scratch *pkt.Packet) bool {
 // (avg - limit/2) / (limit - limit/2), clamped to [0, 1] (mech.CreditDropRandom).
 // The threshold is half the queue, not less: at a quarter, a lane that was
 // not the flows' bottleneck (the multi-bottleneck's swl) dropped early
-// whenever its credits bunched.
-func (c *creditLane) early() bool {
+// whenever its credits bunched. An empty lane's average decays as if a
+// credit had arrived to it every credit time since the last arrival (as
+// RED's does over idle time, so a burst after a pause is not dropped for
+// the queue of before).
+func (c *creditLane) early(now int64) bool {
+	if c.q.Packets() == 0 && c.avg > 0 {
+		for m := (now - c.lastArrival) / c.gap; m > 0 && c.avg > 0; m-- {
+			c.avg -= (c.avg + 15) / 16
+		}
+	}
+	c.lastArrival = now
 	c.avg += (int64(c.q.Packets())<<8 - c.avg) / 16 // weight 1/16 per arrival
 	lo, hi := int64(c.limit)<<7, int64(c.limit)<<8  // half the queue, the queue; 1/256 credits
 	if c.avg <= lo {
@@ -393,6 +409,14 @@ func (c *creditLane) next() uint64 {
 // sentSome ends a pass's competition for room: the credits that arrive
 // next compete for what this send freed (egress worker only).
 func (c *creditLane) sentSome() { c.arrived, c.admits = 0, 0 }
+
+// reset forgets the lane's history when the port went down and its credits
+// were dropped: no competition, no average, no banked catch-up.
+func (c *creditLane) reset() {
+	c.sentSome()
+	c.avg = 0
+	c.bucket.Backlogged(false)
+}
 
 // ready reports whether the lane's head credit may leave at now: the
 // bucket holds its whole cost (egress worker only).
@@ -424,6 +448,7 @@ func (w *worker) flush(p *Port, now int64) {
 		for p.credit.q.Pop(&w.pk) {
 			w.drop(p, &w.pk, pkt.ReasonPortDown)
 		}
+		p.credit.reset()
 	}
 	if dl := p.dline; dl != nil {
 		for dl.n > 0 {

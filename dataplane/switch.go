@@ -170,18 +170,20 @@ type Port struct {
 // kept). With mech.CreditDropRandom an arriving credit may also be dropped
 // before the lane is full (random early detection: see early).
 type creditLane struct {
-	q          *queues.FIFO
-	limit      uint32 // credits the lane holds (credit_queue)
-	bucket     *shaper.Bucket
-	random     bool          // mech.CreditDropRandom
-	avg        int64         // the queue's average length at arrivals, in 1/256 credits (random only)
-	arrived    uint32        // credits offered since the lane last sent
-	admits     uint32        // of those, still queued at the tail (at most fairWindow count)
-	rng        uint64        // xorshift state for the drop choices
-	sent       atomic.Uint64 // credits that left the lane (written by the egress worker only)
-	dropped    atomic.Uint64 // credits the lane refused (lane_full)
-	earlyDrops atomic.Uint64 // of those, dropped early (random only)
-	tokens     atomic.Int64  // the bucket's bytes at the egress worker's last pass
+	q           *queues.FIFO
+	limit       uint32 // credits the lane holds (credit_queue)
+	bucket      *shaper.Bucket
+	random      bool          // mech.CreditDropRandom
+	avg         int64         // the queue's average length at arrivals, in 1/256 credits (random only)
+	lastArrival int64         // when the last credit arrived (random only)
+	gap         int64         // ns per credit at the bucket's rate (random only: the average's decay)
+	arrived     uint32        // credits offered since the lane last sent
+	admits      uint32        // of those, still queued at the tail (at most fairWindow count)
+	rng         uint64        // xorshift state for the drop choices
+	sent        atomic.Uint64 // credits that left the lane (written by the egress worker only)
+	dropped     atomic.Uint64 // credits the lane refused (lane_full)
+	earlyDrops  atomic.Uint64 // of those, dropped early (random only)
+	tokens      atomic.Int64  // the bucket's bytes at the egress worker's last pass
 }
 
 // fairWindow bounds how many of a pass's admitted credits a later one may
@@ -678,7 +680,7 @@ func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int, d
 	if err != nil {
 		return err
 	}
-	s.ports[port].credit = &creditLane{q: q, limit: uint32(queueLen), bucket: b, random: drop == mech.CreditDropRandom, rng: 0x9e3779b97f4a7c15 ^ uint64(port+1)*0xbf58476d1ce4e5b9}
+	s.ports[port].credit = &creditLane{q: q, limit: uint32(queueLen), bucket: b, random: drop == mech.CreditDropRandom, gap: max(int64((shaper.MinFrame+shaper.Overhead)*8*1e9/rateBits), 1), rng: 0x9e3779b97f4a7c15 ^ uint64(port+1)*0xbf58476d1ce4e5b9}
 	s.ports[port].credit.tokens.Store(b.Depth())
 	return nil
 }

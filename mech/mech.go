@@ -270,15 +270,17 @@ type Switch interface {
 type CreditDrop uint8
 
 const (
-	// CreditDropTail drops what finds the queue full (the paper's switch).
-	// The credits that arrive between two of the lane's sends compete
-	// alike for the room (the worker reads its sockets one after another,
-	// where a switch sees their credits interleaved).
+	// CreditDropTail drops only when the queue is full (the paper's
+	// switch). The credits that arrive between two of the lane's sends
+	// compete alike for the room (the worker reads its sockets one after
+	// another, where a switch sees their credits interleaved): a credit
+	// that finds the queue full is dropped, or takes the place of one of
+	// them, which is dropped instead.
 	CreditDropTail CreditDrop = iota
 	// CreditDropRandom drops each arriving credit with a probability that
 	// grows with the queue's average length, from 0 at half the queue to
 	// 1 at the full queue (random early detection on the credit
-	// queue), and at the tail when the queue is full. Every credit that
+	// queue), and as CreditDropTail when the queue is full. Every credit that
 	// arrives at about the same time has the same chance, however its
 	// sender spaces its credits: the uniform random drop ExpressPass's
 	// fairness rests on (section 3.1 of the paper).

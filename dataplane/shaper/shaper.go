@@ -223,7 +223,7 @@ func (b *Bucket) WaitFor(now int64, frameLen uint32) int64 {
 }
 
 // Tokens is what the bucket holds at now, in whole bytes (negative in
-// debt); at most the depth.
+// debt); at most the depth, or the catch-up while backlogged.
 func (b *Bucket) Tokens(now int64) int64 {
 	if b.rate == 0 {
 		return 0

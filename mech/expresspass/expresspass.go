@@ -75,7 +75,7 @@ func (c *Config) Validate(p mech.PortInfo) error {
 		return fmt.Errorf("credit_burst: %d credits out of range [1, 64] (the paper uses 2)", c.CreditBurst)
 	}
 	if c.CreditDrop != "" && c.CreditDrop != "tail" && c.CreditDrop != "random" {
-		return fmt.Errorf("credit_drop: %q is neither tail (drop what finds the credit queue full, the paper's switch) nor random (random early drop)", c.CreditDrop)
+		return fmt.Errorf("credit_drop: %q is neither tail (drop only when the credit queue is full, the paper's switch) nor random (random early drop)", c.CreditDrop)
 	}
 	if p.Name != "" && p.RateBits == 0 {
 		return fmt.Errorf("the port has no rate: expresspass meters credits to 84/1622 of the port's rate (set the port's rate:, e.g. rate: 1Gbit)")

@@ -153,9 +153,9 @@ func ServeXPass(conn *net.UDPConn, srv *Server, xc XPassConfig, stop <-chan stru
 	if xc.Trace != nil {
 		tw := bufio.NewWriter(xc.Trace)
 		defer tw.Flush()
-		fmt.Fprintln(tw, "# t_ms flow total dropped loss rtt_us rate_before rate_after w_after (rates in B/s)")
+		fmt.Fprintln(tw, "# t_ms sender/flow total dropped loss rtt_us rate_before rate_after w_after (rates in B/s)")
 		host.OnUpdate = func(k xpass.Key, now int64, b, a xpass.Feedback) {
-			fmt.Fprintf(tw, "%.3f %v %d %d %.3f %.0f %d %d %.4f\n", float64(now)/1e6, k.From, b.Total, b.Dropped,
+			fmt.Fprintf(tw, "%.3f %v/%d %d %d %.3f %.0f %d %d %.4f\n", float64(now)/1e6, k.From, k.Flow, b.Total, b.Dropped,
 				float64(b.Dropped)/float64(b.Total), b.RTT*1e6, b.Cur, a.Cur, a.W)
 		}
 	}

@@ -323,8 +323,9 @@ func (h *Host) jittered(gap float64) float64 {
 // the NIC queue, the next credit's time.
 func (h *Host) credit(f *Flow, now int64) {
 	if !h.p.Naive {
-		before := f.FB
-		if f.FB.Update(sec(now)) && h.OnUpdate != nil {
+		if h.OnUpdate == nil {
+			f.FB.Update(sec(now))
+		} else if before := f.FB; f.FB.Update(sec(now)) {
 			h.OnUpdate(f.Key, now, before, f.FB)
 		}
 	}
