@@ -12,6 +12,7 @@ import (
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/sched"
 )
 
 // port finds a port by name, or by index.
@@ -132,9 +133,8 @@ func (s *Server) queues(name string) (*QueuesView, error) {
 	sc := p.Scheduler()
 	v := &QueuesView{Port: p.Name, Scheduler: schedName(cfg, p.Index), Quantum: p.Quantum(), RateBits: p.RateBits(),
 		Up: !p.Down(), Drops: map[string]uint64{}}
-	if r, ok := sc.(interface{ Round() uint64 }); ok {
-		rd := r.Round()
-		v.Round = &rd
+	if vw, ok := sc.(sched.Viewer); ok {
+		v.Round = vw.View().Round
 	}
 	for q := 0; q < sc.NumQueues(); q++ {
 		b, n := sc.Depth(q)

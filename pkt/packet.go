@@ -21,7 +21,9 @@
 // again without decoding twice.
 //
 // Every frame a UMEM holds starts at least Headroom bytes into its chunk, so
-// an egress stage can grow a frame at the front (a 4-byte tag) in place.
+// an egress stage can grow a frame at the front (a 4-byte tag) in place:
+// PushTag and PopTag put on and take off BFC's upstream-queue tag and keep
+// the descriptor's address, length and offsets right.
 package pkt
 
 // Packet is the per-frame metadata of the pipeline. The goroutine that holds
@@ -50,7 +52,7 @@ type Packet struct {
 	Lane    Lane   // which egress lane carries the frame
 	Ctl     uint8  // the GC type of a control frame of ours (FlagControl), else 0
 	Meta    uint8  // mechanism metadata bits (Meta* constants)
-	TagOff  uint8  // offset of a BFC upstream-queue tag (FlagUpQ); 0 if none
+	TagOff  uint8  // offset of the BFC upstream-queue tag the frame carries now (12); 0 if none
 }
 
 // Flags of Packet.Flags.
@@ -61,7 +63,7 @@ const (
 	FlagFragment              // a non-first IP fragment: no L4 header
 	FlagMulticast             // destination MAC is group (broadcast or multicast)
 	FlagControl               // a gswitch control message (Ctl holds its type)
-	FlagUpQ                   // carried a BFC upstream-queue tag (UpQ, TagOff)
+	FlagUpQ                   // UpQ holds an upstream queue: from the BFC tag the frame carried (TagOff while it is on), or set by a mechanism
 	FlagLinkLocal             // destination is 01:80:C2:00:00:0x: never forwarded
 )
 

@@ -34,7 +34,12 @@ type RSP struct {
 	round atomic.Uint64 // current round; written by the owner, read by anyone
 }
 
-var _ Scheduler = (*RSP)(nil)
+var (
+	_ Scheduler    = (*RSP)(nil)
+	_ Rounder      = (*RSP)(nil)
+	_ Viewer       = (*RSP)(nil)
+	_ SetScheduler = (*RSP)(nil)
+)
 
 func newRSP(p Params) (Scheduler, error) {
 	b, err := newSet(p, p.Queues)
@@ -44,8 +49,14 @@ func newRSP(p Params) (Scheduler, error) {
 	return &RSP{setSched: b, n: uint32(p.Queues)}, nil
 }
 
-// Round is the current round (any goroutine).
+// Round is the current round (any goroutine); it implements Rounder.
 func (r *RSP) Round() uint64 { return r.round.Load() }
+
+// View implements Viewer: the current round.
+func (r *RSP) View() View {
+	rd := r.round.Load()
+	return View{Round: &rd}
+}
 
 // SetRound moves the calendar to round rd (tests; owner only, while empty).
 func (r *RSP) SetRound(rd uint64) { r.round.Store(rd) }

@@ -23,8 +23,25 @@
 // # Goroutines
 //
 // A scheduler belongs to the worker that owns its port's egress and is not
-// safe for concurrent use, except Depth, Pause, Resume and (for RSP) Round,
-// which any goroutine may call.
+// safe for concurrent use, except Depth, Pause, Resume and Paused, and the
+// Round and View of the capabilities below, which any goroutine may call.
+//
+// # Capabilities
+//
+// Beyond Scheduler, a scheduler may implement named interfaces that other
+// stages look for with a type assertion, once, when they are built (never
+// per packet):
+//
+//   - Backlogger: the exact backlog of a queue now (every scheduler here;
+//     BFC, SFC and ExpressPass compare it with their thresholds).
+//   - Queuer: the queue a packet would take (every scheduler here; SFC).
+//   - Evictor: a scheduler whose Enqueue may evict (pfabric).
+//   - SetScheduler: the queues.Set the scheduler serves (the schedulers
+//     over a Set; BFC watches which queues are ready).
+//   - Rounder: the current round of a scheduler that serves rounds (rsp;
+//     AFQ computes its bids from it).
+//   - Viewer: the scheduler's own state for operators, as a View (rsp's
+//     round; gswitchctl queues and the gswitch_rsp_round metric show it).
 //
 // # Adding a scheduler
 //
@@ -76,6 +93,37 @@ type Backlogger interface {
 // the traffic manager has classified it (SFC's trigger) use it.
 type Queuer interface {
 	QueueOf(p *pkt.Packet) int
+}
+
+// SetScheduler is implemented by the schedulers built over a queues.Set
+// (fifo, prio, drr, sfq, rsp; not pfabric): Set returns the queues
+// themselves, for a mechanism that watches them as the scheduler serves
+// them (BFC reads which queues are ready to size its pause threshold) and
+// for tests. The Set belongs to the scheduler's owner like the scheduler
+// does; its atomic reads (Depth, Paused) are for any goroutine.
+type SetScheduler interface {
+	Set() *queues.Set
+}
+
+// Rounder is implemented by schedulers that serve their queues in rounds
+// (rsp): Round is the current round, which a mechanism computing
+// departure rounds reads at admission (AFQ's bids). Any goroutine.
+type Rounder interface {
+	Round() uint64
+}
+
+// View is a scheduler's own state beyond its queues, for operators
+// (gswitchctl queues, the metrics). Fields a scheduler does not have are
+// nil; a scheduler that gains state to show adds a field here.
+type View struct {
+	Round *uint64 `json:"round,omitempty"` // rsp: the current round
+}
+
+// Viewer is implemented by schedulers with state of their own to show
+// (rsp: its round). View takes a snapshot; any goroutine may call it. It
+// is for the control server and the metrics, never the packet path.
+type Viewer interface {
+	View() View
 }
 
 // Evictor is implemented by schedulers whose Enqueue may push out a
@@ -189,5 +237,5 @@ func (b setSched) Backlog(i int) (uint64, uint32) {
 	return q.Bytes(), q.Packets()
 }
 
-// Set exposes the queues (tests, metrics).
+// Set implements SetScheduler.
 func (b setSched) Set() *queues.Set { return b.s }

@@ -593,3 +593,27 @@ func TestQueueOfIsWhereEnqueuePuts(t *testing.T) {
 		}
 	}
 }
+
+// TestCapabilities: which schedulers offer which named capabilities, and
+// that rsp's View and Round report the same round.
+func TestCapabilities(t *testing.T) {
+	for _, name := range Names() {
+		s := mk(t, name, Params{Queues: 4})
+		_, set := s.(SetScheduler)
+		_, rd := s.(Rounder)
+		_, vw := s.(Viewer)
+		_, bl := s.(Backlogger)
+		_, qr := s.(Queuer)
+		if set != (name != "pfabric") || rd != (name == "rsp") || vw != (name == "rsp") || !bl || !qr {
+			t.Errorf("%s: SetScheduler %v Rounder %v Viewer %v Backlogger %v Queuer %v", name, set, rd, vw, bl, qr)
+		}
+		if set && s.(SetScheduler).Set().Len() != s.NumQueues() {
+			t.Errorf("%s: its Set has %d queues, the scheduler %d", name, s.(SetScheduler).Set().Len(), s.NumQueues())
+		}
+	}
+	r := mk(t, "rsp", Params{Queues: 4}).(*RSP)
+	r.SetRound(1 << 40)
+	if v := r.View(); v.Round == nil || *v.Round != 1<<40 || r.Round() != 1<<40 {
+		t.Fatalf("View %+v, Round %d", v, r.Round())
+	}
+}

@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/gswitch/gswitch/wire/gsperf"
+)
 
 // SFC Back-to-Sender constants.
 const (
@@ -11,10 +15,7 @@ const (
 	MaxBTSFrameLen = UDPFrameLen + HeaderLen + BTSBodyLen + MaxQuoteLen // 162
 )
 
-const (
-	quotePayload  = 16 // bytes quoted after the L4 header
-	gsperfVersion = 1
-)
+const quotePayload = gsperf.OffSeq // bytes quoted after the L4 header: 16, a gsperf header up to its flow id
 
 // BTS flags (GC header flags of an SFC_BTS).
 const (
@@ -108,10 +109,11 @@ func parseQuote(q []byte, m *BTS) error {
 		m.Flow.SrcPort = binary.BigEndian.Uint16(q[ihl:])
 		m.Flow.DstPort = binary.BigEndian.Uint16(q[ihl+2:])
 	}
-	if p := ihl + UDPHeaderLen; m.Flow.Proto == ProtoUDP && len(q) >= p+quotePayload &&
-		q[p] == 'G' && q[p+1] == 'S' && q[p+2] == gsperfVersion {
-		m.HasFlowID = true
-		m.FlowID = binary.BigEndian.Uint64(q[p+8:])
+	if p := ihl + UDPHeaderLen; m.Flow.Proto == ProtoUDP && len(q) >= p+quotePayload {
+		if h := gsperf.Header(q[p:]); h.Known() { // the quote holds the header up to the flow id
+			m.HasFlowID = true
+			m.FlowID = h.Flow()
+		}
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 // Package wire encodes and decodes the frames gswitch switches and hosts
 // emit for their congestion-control mechanisms (BFC, SFC, ExpressPass).
-// It depends on nothing else in gswitch, so the switch's mechanism packages,
-// gsperf on hosts, tests and dissectors share one definition of the bytes.
+// It depends on nothing else in gswitch but its subpackage wire/gsperf (the
+// gsperf header, which a BTS quote may start), so the switch's mechanism
+// packages, gsperf on hosts, tests and dissectors share one definition of
+// the bytes.
 // docs/wire-formats.md has the same tables.
 //
 // # The envelope
@@ -31,9 +33,11 @@
 //
 // Besides the messages: the BFC upstream-queue tag, a 4-byte shim after the
 // source MAC of data frames between BFC ports (ReadTag, InsertTag,
-// RemoveTag, in place), the gsperf header's mechanism field (MechBFC,
-// MechXP), the IPv4 header checksum (IPv4Checksum, VerifyIPv4Checksum) and
-// serial-number comparison of sequence numbers (SeqAfter).
+// RemoveTag, in place; pkt.PushTag and pkt.PopTag also keep a packet's
+// offsets right), the gsperf header's mechanism field (MechBFC, MechXP; the
+// header itself is package wire/gsperf), the IPv4 header checksum
+// (IPv4Checksum, VerifyIPv4Checksum) and serial-number comparison of
+// sequence numbers (SeqAfter).
 //
 // # Conventions
 //

@@ -1,7 +1,7 @@
 package wire
 
 // The gsperf header's mechanism field (offset 56, 8 bytes, big-endian; read
-// as one uint64 it is the value below):
+// as one uint64, gsperf.Header.Mech, it is the value below):
 //
 //	BFC mode:         bytes 56-57 flags:4 (0) | upstreamQ:12, bytes 58-63 zero.
 //	                  upstreamQ is the host's NIC queue of the flow, which the

@@ -17,6 +17,10 @@ const TagLen = 4
 // switch reads it, and removes it before the frame leaves through a port
 // that does not speak BFC. The flag bits are reserved: written as 0, ignored
 // when read.
+//
+// InsertTag and RemoveTag work on bytes alone; the switch's stages tag and
+// untag a packet with pkt.PushTag and pkt.PopTag, which call them and keep
+// the packet's address, length and header offsets right.
 
 // ReadTag returns the upstream queue of the BFC tag at offset 12 of frame,
 // and whether there is one (a frame too short to hold the tag and the inner

@@ -20,6 +20,7 @@ import (
 	"github.com/gswitch/gswitch/control/capfilter"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/wire"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 const captureUsage = `capture PORT [-w FILE.pcapng] [-c N] [-dir rx|tx|both] [-snap BYTES] [-ring BYTES] [-s SWITCH] [FILTER...]
@@ -236,9 +237,9 @@ func summary(d []byte) string {
 				switch {
 				case len(pl) >= wire.HeaderLen && pl[0] == 'G' && pl[1] == 'C' && pl[2] == wire.Version:
 					b.WriteString(" " + gcSummary(pl))
-				case len(pl) >= 44 && pl[0] == 'G' && pl[1] == 'S' && pl[2] == 1:
-					fmt.Fprintf(&b, " gsperf %s flow %d offset %d", map[byte]string{1: "data", 2: "ack", 3: "probe", 4: "probe-ack"}[pl[3]],
-						binary.BigEndian.Uint64(pl[8:]), binary.BigEndian.Uint64(pl[16:]))
+				case len(pl) >= gsperf.OffWindow && gsperf.Header(pl).Known(): // up to the priority
+					h := gsperf.Header(pl)
+					fmt.Fprintf(&b, " gsperf %s flow %d offset %d", gsperf.TypeName(h.Type()), h.Flow(), h.Seq())
 				}
 			}
 		} else {

@@ -57,6 +57,7 @@ import (
 
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/wire"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 // Direction of a frame, as Match takes it.
@@ -343,8 +344,7 @@ func (c *compiler) primitive() (node, error) {
 		}, nil
 	case "gsperf":
 		return func(f *frameInfo) bool {
-			pl := udpPayload(f)
-			return len(pl) >= 3 && pl[0] == 'G' && pl[1] == 'S' && pl[2] == 1
+			return gsperf.Header(udpPayload(f)).Known()
 		}, nil
 	case "host":
 		a := c.next()

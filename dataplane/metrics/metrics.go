@@ -12,6 +12,7 @@ import (
 
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/sched"
 	"github.com/gswitch/gswitch/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -138,8 +139,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if _, n, ok := p.CreditDepth(); ok {
 			gauge(dCredit, float64(n), p.Name)
 		}
-		if r, ok := s.(interface{ Round() uint64 }); ok {
-			gauge(dRound, float64(r.Round()), p.Name)
+		if vw, ok := s.(sched.Viewer); ok {
+			if r := vw.View().Round; r != nil {
+				gauge(dRound, float64(*r), p.Name)
+			}
 		}
 		gauge(dRate, float64(p.RateBits())/8, p.Name)
 		if i < len(c.info) {

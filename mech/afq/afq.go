@@ -7,6 +7,7 @@ import (
 	"github.com/gswitch/gswitch/config/units"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/sched"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,15 +49,12 @@ func (c *Config) Validate(p mech.PortInfo) error {
 	return nil
 }
 
-// rounder is the scheduler AFQ runs over (sched.RSP).
-type rounder interface{ Round() uint64 }
-
 // port is AFQ's state on one port. Owned by the port's egress worker,
 // except marked (any goroutine reads it).
 type port struct {
 	name   string
-	rsp    rounder
-	n      uint64 // queues: rounds of the calendar
+	rsp    sched.Rounder // the port's scheduler (sched.RSP)
+	n      uint64        // queues: rounds of the calendar
 	bpr    uint64
 	rows   int
 	cols   uint64
@@ -83,7 +81,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		if err := c.Validate(mech.PortInfo{}); err != nil {
 			return nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
-		r, ok := sw.Scheduler(i).(rounder)
+		r, ok := sw.Scheduler(i).(sched.Rounder)
 		if !ok {
 			return nil, fmt.Errorf("port %s: afq needs the rsp scheduler, not %s", p.Name, p.Scheduler)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gswitch/gswitch/queues"
 	"github.com/gswitch/gswitch/sched"
 	"github.com/gswitch/gswitch/wire"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 func init() {
@@ -50,12 +51,6 @@ const wireOverhead = 24
 // lingerBitmaps is how many bitmaps a port still sends after its last
 // pause counter went back to zero, so a lost RESUME is healed.
 const lingerBitmaps = 2
-
-// gsperf header (perf/proto): magic "GS", version 1, type, mechanism field at 56.
-const (
-	gsperfHeaderLen = 64
-	gsperfMechOff   = 56
-)
 
 // entry is a flow-table entry: the queue of the flows hashed to it, the
 // packets of them in the switch, when one last arrived or left, and the
@@ -192,7 +187,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			nq: sw.Scheduler(i).NumQueues(), thFixed: uint64(c.Th), thFloor: uint64(c.ThFloor), rng: uint64(i)*0x9e3779b97f4a7c15 + 1,
 			seed: uint32(i)*0x85ebca6b + uint32(sw.ID())*0xc2b2ae35 + 1}
 		copy(s.mac[:], mp.MAC)
-		setter, ok := s.sch.(interface{ Set() *queues.Set })
+		setter, ok := s.sch.(sched.SetScheduler)
 		if !ok {
 			return nil, fmt.Errorf("port %s: bfc needs the drr scheduler, not %s", mp.Name, mp.Scheduler)
 		}
@@ -620,19 +615,8 @@ func (b *BFC) Ingress(i int, bt *mech.Batch) {
 		if p.Verdict != pkt.Forward && p.Verdict != pkt.Flood {
 			continue
 		}
-		if p.TagOff != 0 {
-			if _, err := wire.RemoveTag(bt.Frame(p)); err == nil {
-				p.Addr += wire.TagLen
-				p.Len -= wire.TagLen
-				p.TagOff = 0
-				if p.L3Off >= wire.TagLen {
-					p.L3Off -= wire.TagLen
-				}
-				if p.L4Off >= wire.TagLen {
-					p.L4Off -= wire.TagLen
-				}
-				s.m.untagged.Add(1)
-			}
+		if p.TagOff != 0 && pkt.PopTag(b.mem, p) == nil {
+			s.m.untagged.Add(1)
 		}
 		if s.peer != peerBFC {
 			p.Flags &^= pkt.FlagUpQ
@@ -651,14 +635,14 @@ func (b *BFC) Ingress(i int, bt *mech.Batch) {
 // hostQueue reads the upstream queue a gsperf host in BFC mode writes in
 // its header's mechanism field (0: the host gives none).
 func (b *BFC) hostQueue(p *pkt.Packet) (uint16, bool) {
-	if p.Proto != pkt.ProtoUDP || p.L4Off == 0 || p.Flags&pkt.FlagFragment != 0 || p.Len < uint32(p.L4Off)+8+gsperfHeaderLen {
+	if p.Flags&pkt.FlagFragment != 0 {
 		return 0, false
 	}
-	h := b.mem[p.Addr+uint64(p.L4Off)+8:]
-	if h[0] != 'G' || h[1] != 'S' || h[2] != 1 || (h[3] != 1 && h[3] != 3) {
+	h := gsperf.InUDP(b.mem[p.Addr:p.Addr+uint64(p.Len)], p.Proto, p.L4Off)
+	if len(h) < gsperf.Len || !h.Known() || (h.Type() != gsperf.TypeData && h.Type() != gsperf.TypeProbe) {
 		return 0, false
 	}
-	q := wire.MechBFCQueue(binary.BigEndian.Uint64(h[gsperfMechOff:]))
+	q := wire.MechBFCQueue(h.Mech())
 	return q, q != 0
 }
 
@@ -674,11 +658,7 @@ func (b *BFC) Egress(e int, bt *mech.Batch) {
 		}
 		if s.peer != peerBFC {
 			if p.TagOff != 0 {
-				if _, err := wire.RemoveTag(bt.Frame(p)); err == nil {
-					p.Addr += wire.TagLen
-					p.Len -= wire.TagLen
-					p.TagOff = 0
-				}
+				pkt.PopTag(b.mem, p) // a frame whose tag will not go is sent as it is
 			}
 			continue
 		}
@@ -687,22 +667,9 @@ func (b *BFC) Egress(e int, bt *mech.Batch) {
 			s.m.tagged.Add(1)
 			continue
 		}
-		if p.L3Off > 255-wire.TagLen || p.L4Off > 255-wire.TagLen || p.Addr < wire.TagLen {
+		if pkt.PushTag(b.mem, p, p.Queue) != nil { // headers too deep, no headroom
 			s.m.tagSkipped.Add(1)
 			continue
-		}
-		if _, err := wire.InsertTag(b.mem[p.Addr-wire.TagLen:p.Addr+uint64(p.Len)], p.Queue); err != nil {
-			s.m.tagSkipped.Add(1)
-			continue
-		}
-		p.Addr -= wire.TagLen
-		p.Len += wire.TagLen
-		p.TagOff = 12
-		if p.L3Off != 0 {
-			p.L3Off += wire.TagLen
-		}
-		if p.L4Off != 0 {
-			p.L4Off += wire.TagLen
 		}
 		s.m.tagged.Add(1)
 	}

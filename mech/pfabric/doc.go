@@ -8,10 +8,11 @@
 // puts it into p.Rank at admission, on the port's egress worker, from one of
 // two sources (config key rank):
 //
-//   - gsperf (default): the priority field of a gsperf header (UDP payload
-//     offset 40: the flow's remaining bytes, set by the sender as pFabric's
-//     hosts do, section 4.1). Packets that are not gsperf segments rank 0
-//     (best): ARP, acks and probes are small and should not wait.
+//   - gsperf (default): the priority field of a gsperf header (wire/gsperf,
+//     UDP payload offset 40: the flow's remaining bytes, set by the sender
+//     as pFabric's hosts do, section 4.1). Packets that are not gsperf
+//     segments rank 0 (best): ARP, acks and probes are small and should
+//     not wait.
 //   - las: least attained service, estimated in the switch: the bytes the
 //     flow has sent through this port so far, from a count-min sketch (2 x
 //     4096 counters, halved every 64 MB so old flows fade). New and short

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 func init() {
@@ -87,18 +88,15 @@ func (f *PFabric) Admit(i int, p *pkt.Packet, now int64) {
 	p.Rank = GsperfRank(f.mem, p)
 }
 
-// GsperfRank reads the priority of a gsperf segment: magic "GS" at the
-// start of the UDP payload, the priority 40 bytes in. Other packets rank 0.
+// GsperfRank reads the priority of a gsperf segment (package wire/gsperf):
+// magic "GS" at the start of the UDP payload, the priority 40 bytes in.
+// Other packets, and segments cut before the priority, rank 0.
 func GsperfRank(mem []byte, p *pkt.Packet) uint32 {
-	if p.Proto != pkt.ProtoUDP || p.L4Off == 0 || uint64(p.Len) < uint64(p.L4Off)+8+44 {
+	h := gsperf.InUDP(mem[p.Addr:p.Addr+uint64(p.Len)], p.Proto, p.L4Off)
+	if !h.HasMagic() {
 		return 0
 	}
-	o := p.Addr + uint64(p.L4Off) + 8
-	if mem[o] != 'G' || mem[o+1] != 'S' {
-		return 0
-	}
-	b := mem[o+40 : o+44]
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	return h.Priority()
 }
 
 // rankLAS ranks a packet by the bytes its flow has sent before it (a
