@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/timescale"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -24,15 +25,20 @@ func plotCmd(args []string) error {
 	kind := fs.String("kind", "slowdown", "slowdown (runs side by side), throughput (flows of one run over time, needs client -timeline) or queue (a watch file)")
 	title := fs.String("title", "", "chart title")
 	maxFlows := fs.Int("flows", 10, "throughput: plot this many flows (the largest)")
+	clockName := fs.String("clock", "fabric", "throughput and queue: the clock of the axes, fabric (the run's -timescale undone) or wall (this machine's)")
 	fs.Parse(args)
 	if fs.NArg() == 0 {
 		return fmt.Errorf("plot: name the JSON files")
 	}
+	if *clockName != "fabric" && *clockName != "wall" {
+		return fmt.Errorf("-clock %q (use fabric or wall)", *clockName)
+	}
+	wall := *clockName == "wall"
 	switch *kind {
 	case "throughput":
-		return plotThroughput(fs.Arg(0), *out, *title, *maxFlows)
+		return plotThroughput(fs.Arg(0), *out, *title, *maxFlows, wall)
 	case "queue":
-		return plotQueues(fs.Arg(0), *out, *title)
+		return plotQueues(fs.Arg(0), *out, *title, wall)
 	case "slowdown":
 	default:
 		return fmt.Errorf("plot -kind %q (use slowdown, throughput or queue)", *kind)
@@ -79,11 +85,34 @@ func plotCmd(args []string) error {
 	return p.Save(vg.Points(float64(140*len(names))), 4*vg.Inch, *out)
 }
 
-func plotThroughput(path, out, title string, maxFlows int) error {
+// axes says how a plot in one clock shows a run at timescale sc: the
+// factor from wall seconds to the plot's, the factor from wall rates to
+// the plot's, and the clock's name for the labels.
+func axes(sc timescale.Scale, wall bool) (tf, rf float64, name string) {
+	if wall {
+		return 1, 1, "wall"
+	}
+	return 1 / sc.K(), sc.K(), "fabric"
+}
+
+// clockNote is said under a title when the clocks differ.
+func clockNote(sc timescale.Scale, name string) string {
+	if sc.One() {
+		return ""
+	}
+	return fmt.Sprintf("\n(%s clock; timescale %v: wall time = %v x fabric time)", name, sc, sc)
+}
+
+func plotThroughput(path, out, title string, maxFlows int, wall bool) error {
 	r, err := results.ReadJSON(path)
 	if err != nil {
 		return err
 	}
+	sc, err := r.Timescale()
+	if err != nil {
+		return err
+	}
+	tf, rf, clock := axes(sc, wall)
 	var fl []results.Flow
 	for _, f := range r.Flows {
 		if len(f.Timeline) > 1 && f.TimelineStepNs > 0 {
@@ -118,14 +147,14 @@ func plotThroughput(path, out, title string, maxFlows int) error {
 	if title == "" {
 		title = "throughput per flow"
 	}
-	p.Title.Text = title
-	p.X.Label.Text = "time (s)"
-	p.Y.Label.Text = "Mbit/s"
+	p.Title.Text = title + clockNote(sc, clock)
+	p.X.Label.Text = clock + " time (s)"
+	p.Y.Label.Text = clock + " Mbit/s"
 	for i, f := range fl {
 		pts := make(plotter.XYs, 0, len(f.Timeline))
 		prev := uint64(0)
 		for k, b := range f.Timeline {
-			pts = append(pts, plotter.XY{X: float64(startOf(f)+int64(k+1)*f.TimelineStepNs) / 1e9, Y: float64(b-prev) * 8 / float64(f.TimelineStepNs) * 1e3})
+			pts = append(pts, plotter.XY{X: float64(startOf(f)+int64(k+1)*f.TimelineStepNs) / 1e9 * tf, Y: float64(b-prev) * 8 / float64(f.TimelineStepNs) * 1e3 * rf})
 			prev = b
 		}
 		l, err := plotter.NewLine(pts)
@@ -139,7 +168,7 @@ func plotThroughput(path, out, title string, maxFlows int) error {
 	return p.Save(8*vg.Inch, 4*vg.Inch, out)
 }
 
-func plotQueues(path, out, title string) error {
+func plotQueues(path, out, title string, wall bool) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -165,13 +194,15 @@ func plotQueues(path, out, title string) error {
 	if title == "" {
 		title = "queue depth"
 	}
-	p.Title.Text = title
-	p.X.Label.Text = "time (s)"
+	sc := s.scale()
+	tf, _, clock := axes(sc, wall)
+	p.Title.Text = title + clockNote(sc, clock)
+	p.X.Label.Text = clock + " time (s)"
 	p.Y.Label.Text = "KB"
 	for i, k := range keys {
 		pts := make(plotter.XYs, len(s.Bytes[k]))
 		for j, v := range s.Bytes[k] {
-			pts[j] = plotter.XY{X: float64(int64(j)*s.StepNs) / 1e9, Y: v / 1000}
+			pts[j] = plotter.XY{X: float64(int64(j)*s.StepNs) / 1e9 * tf, Y: v / 1000}
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {

@@ -10,29 +10,49 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gswitch/gswitch/perf/timescale"
 )
 
 // QueueSeries is what watch records: the depth of every queue of a
-// gswitchd at each step.
+// gswitchd at each step. The step is on both clocks: StepNs is wall
+// (what scripts read), StepFabricNs the fabric's (StepNs / Timescale).
 type QueueSeries struct {
-	Metrics string               `json:"metrics"`
-	StepNs  int64                `json:"step_ns"`
-	Bytes   map[string][]float64 `json:"bytes"` // "port/queue" -> depth per step
+	Metrics      string               `json:"metrics"`
+	StepNs       int64                `json:"step_ns"`
+	StepFabricNs int64                `json:"step_fabric_ns,omitempty"`
+	Timescale    float64              `json:"timescale,omitempty"` // absent: 1
+	Bytes        map[string][]float64 `json:"bytes"`               // "port/queue" -> depth per step
+}
+
+// scale is the series' timescale (1 if it has none, as files other tools wrote).
+func (s *QueueSeries) scale() timescale.Scale {
+	if sc, err := timescale.New(s.Timescale); err == nil {
+		return sc
+	}
+	return timescale.Scale{}
 }
 
 // watch scrapes gswitchd's queue depths for plot -kind queue.
 func watch(args []string) error {
 	fs := flag.NewFlagSet("watch", flag.ExitOnError)
+	clock := addClock(fs)
 	url := fs.String("metrics", "http://127.0.0.1:9100/metrics", "gswitchd's metrics endpoint")
-	step := fs.Duration("interval", 50*time.Millisecond, "scrape interval")
-	dur := fs.Duration("duration", 30*time.Second, "how long to watch")
+	step := clock.duration("interval", 50*time.Millisecond, "scrape interval")
+	dur := clock.duration("duration", 30*time.Second, "how long to watch")
 	out := fs.String("out", "queues.json", "JSON to write")
 	fs.Parse(args)
-	s := QueueSeries{Metrics: *url, StepNs: step.Nanoseconds(), Bytes: map[string][]float64{}}
+	if err := clock.resolve(); err != nil {
+		return err
+	}
+	if step.Wall <= 0 {
+		return fmt.Errorf("-interval: %v (want a positive duration)", step.Fabric)
+	}
+	s := QueueSeries{Metrics: *url, StepNs: step.Wall.Nanoseconds(), StepFabricNs: step.Fabric.Nanoseconds(), Timescale: clock.Scale.K(), Bytes: map[string][]float64{}}
 	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(*step)
+	tick := time.NewTicker(step.Wall)
 	defer tick.Stop()
-	end := time.Now().Add(*dur)
+	end := time.Now().Add(dur.Wall)
 	for n := 0; time.Now().Before(end); n++ {
 		depth, err := scrapeDepth(client, *url)
 		if err != nil {

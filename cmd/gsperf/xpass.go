@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/perf/timescale"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/xpass"
 )
@@ -26,7 +27,7 @@ type xpFlags struct {
 func addXPFlags(fs *flag.FlagSet) *xpFlags {
 	d := xpass.DefaultParams(0)
 	return &xpFlags{
-		link:     fs.String("xp-link", "", "xpass: this host's link rate, e.g. 500Mbit: its credits are metered to 84/1622 of it (required with -mode xpass)"),
+		link:     fs.String("xp-link", "", "xpass: this host's link rate, e.g. 500Mbit: its credits are metered to 84/1622 of it (required with -mode xpass) (fabric rate)"),
 		alpha:    fs.Float64("xp-alpha", d.Alpha, "xpass: a flow's first credit rate, as a fraction of the maximum"),
 		wInit:    fs.Float64("xp-w-init", d.WInit, "xpass: the feedback loop's initial w"),
 		wMin:     fs.Float64("xp-w-min", d.WMin, "xpass: the feedback loop's smallest w"),
@@ -37,19 +38,26 @@ func addXPFlags(fs *flag.FlagSet) *xpFlags {
 		nicQueue: fs.Int("xp-nic-queue", d.NICQueue, "xpass: credits the host's NIC queue holds"),
 		nicBurst: fs.Int("xp-nic-burst", d.NICBurst, "xpass: credits the host's NIC may send back to back"),
 		ackEvery: fs.Int("xp-ack-every", 4, "xpass: acknowledge in-order progress every this many segments (holes and the end at once)"),
-		spin:     fs.Duration("xp-spin", 20*time.Microsecond, "xpass: wait the last stretch before a credit is due by spinning (sleeps wake late)"),
+		spin:     fs.Duration("xp-spin", 20*time.Microsecond, "xpass: wait the last stretch before a credit is due by spinning (sleeps wake late) (wall time: this machine's)"),
 		seed:     fs.Int64("xp-seed", 1, "xpass: seed of the credit jitter"),
 		trace:    fs.String("xp-trace", "", "xpass: write a line per feedback update (loss, rate, w) to this file"),
 	}
 }
 
-func (x *xpFlags) config() (udp.XPassConfig, error) {
+// config builds the server's ExpressPass side: the link rate and the
+// host's timers on the wall clock (clock.go).
+func (x *xpFlags) config(clock *clockFlags, t protocolTimers) (udp.XPassConfig, error) {
 	if *x.link == "" {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-link: -mode xpass needs this host's link rate, e.g. -xp-link 500Mbit")
 	}
-	rate, err := config.ParseRate(*x.link)
+	fabric, err := config.ParseRate(*x.link)
 	if err != nil {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-link: %v", err)
+	}
+	rate := clock.wallBits(fabric)
+	if !clock.Scale.One() && fabric >= 200e3 && rate < 200e3 {
+		return udp.XPassConfig{}, fmt.Errorf("-xp-link: %s at timescale %v is %s on this machine, below the 200 kbit/s a host's credit meter takes (a smaller -timescale)",
+			*x.link, clock.Scale, timescale.FormatRate(float64(rate)))
 	}
 	if *x.dscp < 0 || *x.dscp > 63 {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-dscp: %d out of range [0, 63]", *x.dscp)
@@ -61,12 +69,13 @@ func (x *xpFlags) config() (udp.XPassConfig, error) {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-spin: %v out of range [0, 1ms]", *x.spin)
 	}
 	p := xpass.DefaultParams(rate)
+	p.RetransmitTimeout, p.StopTimeout, p.IdleStop = t.XPRetransmit, t.XPStop, t.XPIdleStop
 	p.Alpha, p.WInit, p.WMin, p.TargetLossScaling, p.Jitter = *x.alpha, *x.wInit, *x.wMin, *x.target, *x.jitter
 	p.Naive, p.DSCP, p.NICQueue, p.NICBurst, p.MSS = *x.naive, uint8(*x.dscp), *x.nicQueue, *x.nicBurst, udp.MSS
 	if err := p.Validate(); err != nil {
 		return udp.XPassConfig{}, err
 	}
-	xc := udp.XPassConfig{Params: p, AckEvery: *x.ackEvery, Spin: *x.spin, Seed: *x.seed}
+	xc := udp.XPassConfig{Params: p, AckEvery: *x.ackEvery, Spin: *x.spin, Seed: *x.seed, Timescale: clock.Scale}
 	if *x.trace != "" {
 		f, err := os.Create(*x.trace)
 		if err != nil {
@@ -82,11 +91,11 @@ func serveXPass(conn *net.UDPConn, srv *udp.Server, xc udp.XPassConfig, stop <-c
 	var last udp.XPassStats
 	st, err := udp.ServeXPass(conn, srv, xc, stop, func(s udp.ServerStats, x udp.XPassStats) {
 		if x.Host.Sent != last.Host.Sent || x.Host.Active != last.Host.Active {
-			fmt.Fprintf(os.Stderr, "gsperf server so far: %v\n  %v\n", s, x)
+			fmt.Fprintf(os.Stderr, "gsperf server so far: %v\n  %s\n", s, x.Format(xc.Timescale))
 			last = x
 		}
 	}, every)
 	fmt.Printf("gsperf server: %v\n", srv.Stats())
-	fmt.Printf("gsperf server %v\n", st)
+	fmt.Printf("gsperf server %s\n", st.Format(xc.Timescale))
 	return err
 }

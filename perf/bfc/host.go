@@ -44,11 +44,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Default timers of a host. Both are protocol timers (a fabric's time):
+// gsperf multiplies them by its timescale. The listener's read timeout
+// (1 ms, the watchdog's tick) is this machine's: it only bounds how late
+// the watchdog looks.
+const (
+	DefaultWatchdog = 200 * time.Millisecond
+	DefaultPoll     = 2 * time.Millisecond
+)
+
 // Config configures a host.
 type Config struct {
 	Queues   int           // queue ids handed to flows: 1..Queues (default 128, at most 4095)
-	Watchdog time.Duration // resume everything nobody refreshed this long (default 200 ms)
-	Poll     time.Duration // a paused flow looks again this often even if no resume wakes it (default 2 ms)
+	Watchdog time.Duration // resume everything nobody refreshed this long (default DefaultWatchdog)
+	Poll     time.Duration // a paused flow looks again this often even if no resume wakes it (default DefaultPoll)
 	// Deaf makes a host without BFC (the paper's "BFC - NIC", App. A.8):
 	// no queue id in the header (so switches never pause it), nothing
 	// listened to; only the one-BDP window remains.
@@ -63,10 +72,10 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("queues: %d (1 to %d)", c.Queues, wire.MaxQueues-1)
 	}
 	if c.Watchdog == 0 {
-		c.Watchdog = 200 * time.Millisecond
+		c.Watchdog = DefaultWatchdog
 	}
 	if c.Poll == 0 {
-		c.Poll = 2 * time.Millisecond
+		c.Poll = DefaultPoll
 	}
 	if c.Watchdog < 0 || c.Poll < 0 {
 		return errors.New("watchdog and poll must be positive")

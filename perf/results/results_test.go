@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gswitch/gswitch/perf/timescale"
 )
 
 func TestSummarizeBuckets(t *testing.T) {
@@ -39,5 +41,61 @@ func TestIdeal(t *testing.T) {
 	// 1400 B in one 1400+138 B frame at 100 Mbit/s: 123.04 µs, plus 100 µs.
 	if got := Ideal(1400, 100e6, 100e3, 1400, 138); got < 223.03e3 || got > 223.05e3 {
 		t.Fatalf("%v", got)
+	}
+}
+
+// At timescale 1 the fabric fields equal the wall ones; at 100 they are a
+// hundredth, mech times get twins, and the summary, table and CSV carry
+// both clocks.
+func TestTwoClocks(t *testing.T) {
+	mk := func() *Run {
+		return &Run{Name: "h1", Params: map[string]string{"rate": "10Gbit"}, Flows: []Flow{
+			{ID: 1, Size: 1000, StartNs: 2_000_000, FCTNs: 50_000_000, Slowdown: 3, Complete: true, TimelineStepNs: 10_000_000,
+				Mech: map[string]uint64{"credits": 7, "first_credit_ns": 300_000}},
+			{ID: 2, Size: 2000, StartNs: 3_000_050, FCTNs: 70_000_000, Slowdown: 5, Complete: true},
+		}}
+	}
+	one := mk()
+	if sc, err := one.Timescale(); err != nil || !sc.One() {
+		t.Fatalf("a run without a timescale is at 1: %v %v", sc, err)
+	}
+	one.SetTimescale(timescale.Scale{})
+	f := one.Flows[0]
+	if one.Params["timescale"] != "1" || f.FCTFabricNs != f.FCTNs || f.StartFabricNs != f.StartNs || f.TimelineStepFabricNs != f.TimelineStepNs ||
+		f.Mech["first_credit_fabric_ns"] != 300_000 || f.Mech["credits"] != 7 || len(f.Mech) != 3 {
+		t.Fatalf("K 1: %+v", f)
+	}
+	r := mk()
+	r.SetTimescale(timescale.MustNew(100))
+	r.SetTimescale(timescale.MustNew(100)) // twice changes nothing (no twin of a twin)
+	f = r.Flows[0]
+	if r.Params["timescale"] != "100" || f.FCTFabricNs != 500_000 || f.StartFabricNs != 20_000 || f.TimelineStepFabricNs != 100_000 ||
+		f.Mech["first_credit_fabric_ns"] != 3000 || len(f.Mech) != 3 || r.Flows[1].StartFabricNs != 30_001 {
+		t.Fatalf("K 100: %+v", f)
+	}
+	if sc, err := r.Timescale(); err != nil || sc.K() != 100 {
+		t.Fatalf("%v %v", sc, err)
+	}
+	r.Summarize()
+	all := r.Summary[0]
+	if all.FCTAvgNs != 60e6 || all.FCTMedianNs != 50e6 || all.FCTP99Ns != 70e6 || all.FCTFabricAvgNs != 600e3 || all.FCTFabricP99Ns != 700e3 || all.Avg != 4 {
+		t.Fatalf("%+v", all)
+	}
+	var b bytes.Buffer
+	r.Table(&b)
+	for _, want := range []string{"completion times, timescale 100 (fabric = wall / 100; slowdown is the same on both clocks)",
+		"all             600µs      500µs      700µs         60ms       50ms       70ms"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	r.WriteCSV(&b)
+	if lines := strings.Split(b.String(), "\n"); !strings.HasSuffix(lines[0], ",complete,start_fabric_ns,fct_fabric_ns") || !strings.HasSuffix(lines[1], ",true,20000,500000") {
+		t.Fatalf("CSV %q", lines[:2])
+	}
+	r.Params["timescale"] = "0.5"
+	if _, err := r.Timescale(); err == nil {
+		t.Fatal("a timescale below 1 read back")
 	}
 }

@@ -11,6 +11,12 @@
 // sets the flow's PauseGate to now + pause: the flow sends nothing more
 // until then. A newer BTS replaces the pause (section 3.3).
 //
+// The pause is applied as it comes, on the host's clock. At a timescale K
+// (package perf/timescale) that is right as it is: the switch computes the
+// pause from its queue and its rates on this machine, which are the
+// fabric's divided by K, so the microseconds in the frame are already the
+// fabric's pause multiplied by K, wall time.
+//
 // The listener trusts what reaches the port, as a host trusts its ToR (the
 // switches drop BTS frames sent by hosts); datagrams that do not parse or
 // name no flow of this host are counted and ignored. What it keeps is one

@@ -58,12 +58,20 @@ func ParseMode(s string) (Mode, error) {
 	return Plain, fmt.Errorf("mode %q (use plain, pfabric or xpass)", s)
 }
 
+// Default timers of the plain sender, in ns. Both are protocol timers (a
+// fabric's time): gsperf multiplies them by its timescale.
+const (
+	DefaultRTO    = 10e6 // initial and minimum retransmission timeout
+	DefaultMaxRTO = 1e9  // the backed-off timeout's cap
+)
+
 // Config configures a sender.
 type Config struct {
 	Mode        Mode
 	MSS         int   // payload bytes per segment (default 1400)
 	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP)
-	RTO         int64 // plain: initial and minimum retransmission timeout in ns (default 10 ms); pFabric: the fixed timeout (3 x base RTT)
+	RTO         int64 // plain: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
+	MaxRTO      int64 // plain: the exponential backoff's cap in ns (default DefaultMaxRTO)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
 	MaxWindow   int   // cap on the window in bytes (default 4 MB)
 	// Mech is the gsperf header's mechanism field of every data segment and
@@ -79,7 +87,10 @@ func (c *Config) defaults() {
 		c.InitWindow = 10 * c.MSS
 	}
 	if c.RTO <= 0 {
-		c.RTO = 10e6
+		c.RTO = DefaultRTO
+	}
+	if c.MaxRTO <= 0 {
+		c.MaxRTO = DefaultMaxRTO
 	}
 	if c.MaxTimeouts <= 0 {
 		c.MaxTimeouts = 5
@@ -260,7 +271,7 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	s.inflight = 0
 	s.timer = 0
 	if s.cfg.Mode == Plain {
-		s.rto = min(2*s.rto, 1e9) // exponential backoff, as TCP does (RFC 6298)
+		s.rto = min(2*s.rto, s.cfg.MaxRTO) // exponential backoff, as TCP does (RFC 6298)
 	}
 	if s.cfg.Mode == PFabric && s.timeouts >= s.cfg.MaxTimeouts {
 		s.probing = true

@@ -205,3 +205,27 @@ func TestMechFieldInEverySegment(t *testing.T) {
 		t.Fatalf("%d segments", n)
 	}
 }
+
+// The plain sender's timeout doubles on consecutive timeouts up to MaxRTO:
+// 1 s by default, whatever a timescale makes it otherwise.
+func TestPlainBackoffStopsAtMaxRTO(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want []int64
+	}{
+		{Config{}, []int64{20e6, 40e6, 80e6, 160e6, 320e6, 640e6, 1e9, 1e9}},
+		{Config{RTO: 100e6, MaxRTO: 100e9}, []int64{200e6, 400e6, 800e6, 1.6e9, 3.2e9, 6.4e9, 12.8e9, 25.6e9}},
+		{Config{RTO: 5e9}, []int64{1e9, 1e9}}, // a timeout above the cap falls to it, as it always did
+	} {
+		now := int64(1)
+		s := NewSender(c.cfg, 1, 100000, now)
+		s.Poll(now, func([]byte) {})
+		for i, w := range c.want {
+			now = s.timer
+			s.Poll(now, func([]byte) {})
+			if s.rto != w {
+				t.Fatalf("%+v: after %d timeouts the timeout is %d, want %d", c.cfg, i+1, s.rto, w)
+			}
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/workload"
+	"github.com/gswitch/gswitch/perf/xpass"
 )
 
 // Plan is a client's schedule of flows.
@@ -44,6 +45,7 @@ type Plan struct {
 	BaseRTT    time.Duration
 	InitWindow int // bytes; 0 = 10 segments (plain) or one BDP at RateBits x BaseRTT (pfabric)
 	RTO        time.Duration
+	MaxRTO     time.Duration // plain: the backed-off timeout's cap (0: transport.DefaultMaxRTO)
 	FlowIDBase uint64
 	Timeout    time.Duration // give up on flows still running this long after the last start
 	Timeline   time.Duration // record each flow's acknowledged bytes at this step (0: off)
@@ -51,6 +53,12 @@ type Plan struct {
 	PaceBurst  int           // full segments a paced host may send back to back (0: PaceBurst)
 	StartAt    time.Time     // wall-clock time the schedule begins (zero: now), so clients on several hosts start together
 	Progress   func(done, total int)
+	// XPSender holds the timers of -mode xpass senders (zero fields: the
+	// defaults, xpass.DefaultSenderConfig); its MSS is MSS.
+	XPSender xpass.SenderConfig
+	// XPLinger is how long an xpass flow, every byte acknowledged, still
+	// runs its stop states (0: DefaultXPLinger).
+	XPLinger time.Duration
 	// FlowHook, if set, prepares each flow as it starts (a mechanism's host
 	// side): it may change the flow's transport config (its header field,
 	// its window), returns the gate to ask before each segment (given the
@@ -105,7 +113,7 @@ func Run(p Plan) ([]results.Flow, error) {
 		}
 		gap = func() float64 { return a.Next(rng) }
 	}
-	cfg := transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), InitWindow: p.InitWindow}
+	cfg := transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), MaxRTO: int64(p.MaxRTO), InitWindow: p.InitWindow}
 	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
 		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/timescale"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/xpass"
 	"github.com/gswitch/gswitch/wire"
@@ -30,7 +31,15 @@ type XPassConfig struct {
 	Spin     time.Duration // the last stretch before a credit is due is waited by spinning, not by sleeping (ppoll wakes late)
 	Seed     int64         // jitter
 	Trace    io.Writer     // if set, a line per feedback update (time, flow, loss, rate before and after, w)
+	// Timescale is the fabric's timescale, for the trace's header: the
+	// trace is in this machine's clock (times and rates wall).
+	Timescale timescale.Scale
 }
+
+// DefaultXPLinger is how long an xpass flow whose bytes are all
+// acknowledged runs its stop states at most (Plan.XPLinger): a protocol
+// time (a fabric's), multiplied by gsperf's timescale.
+const DefaultXPLinger = 50 * time.Millisecond
 
 // creditPayload is what a credit datagram carries: the 16-byte GC message
 // and 2 bytes of zeros, so the frame is 60 bytes (a veth does not pad).
@@ -113,9 +122,13 @@ type XPassStats struct {
 	Requests, Stops, Bad uint64 // GC messages received: XP_REQUEST, XP_STOP, other or malformed
 }
 
-func (s XPassStats) String() string {
-	return fmt.Sprintf("%v; acks %d sent, %d thinned; %d send errors; %d requests, %d stops, %d bad GC messages",
-		s.Host, s.AcksSent, s.AcksThin, s.SendErrors, s.Requests, s.Stops, s.Bad)
+func (s XPassStats) String() string { return s.Format(timescale.Scale{}) }
+
+// Format is String for a server run at timescale sc: the credit rate on
+// both clocks (xpass.HostStats.Format).
+func (s XPassStats) Format(sc timescale.Scale) string {
+	return fmt.Sprintf("%s; acks %d sent, %d thinned; %d send errors; %d requests, %d stops, %d bad GC messages",
+		s.Host.Format(sc), s.AcksSent, s.AcksThin, s.SendErrors, s.Requests, s.Stops, s.Bad)
 }
 
 // ServeXPass is Serve for -mode xpass: it receives flows as Serve does,
@@ -153,6 +166,9 @@ func ServeXPass(conn *net.UDPConn, srv *Server, xc XPassConfig, stop <-chan stru
 	if xc.Trace != nil {
 		tw := bufio.NewWriter(xc.Trace)
 		defer tw.Flush()
+		if !xc.Timescale.One() {
+			fmt.Fprintf(tw, "# timescale %v: times and rates are wall clock (fabric time = t / %v, fabric rate = rate x %v)\n", xc.Timescale, xc.Timescale, xc.Timescale)
+		}
 		fmt.Fprintln(tw, "# t_ms sender/flow total dropped loss rtt_us rate_before rate_after w_after (rates in B/s)")
 		host.OnUpdate = func(k xpass.Key, now int64, b, a xpass.Feedback) {
 			fmt.Fprintf(tw, "%.3f %v/%d %d %d %.3f %.0f %d %d %.4f\n", float64(now)/1e6, k.From, k.Flow, b.Total, b.Dropped,
@@ -297,7 +313,13 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 	fd := -1
 	raw.Control(func(f uintptr) { fd = int(f) })
 	clock := func() int64 { return time.Since(runStart).Nanoseconds() + 1 }
-	s := xpass.NewSender(xpass.SenderConfig{MSS: MSS}, r.ID, r.Size, clock())
+	sc := p.XPSender
+	sc.MSS = MSS
+	s := xpass.NewSender(sc, r.ID, r.Size, clock())
+	linger := p.XPLinger.Nanoseconds()
+	if linger <= 0 {
+		linger = DefaultXPLinger.Nanoseconds()
+	}
 	r.StartUnixNs = time.Now().UnixNano()
 	out := func(b []byte) { syscall.Write(fd, b) } // the socket is connected
 	buf := make([]byte, 2048)
@@ -366,7 +388,7 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 				next = minNonZero(next, wake)
 			}
 		}
-		if s.Done() && now-s.End > 50e6 { // acknowledged; the stop states linger at most 50 ms
+		if s.Done() && now-s.End > linger { // acknowledged; the stop states linger at most XPLinger
 			break
 		}
 		wait := int64(50e6)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/perf/timescale"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -50,7 +51,9 @@ type Params struct {
 	MSS               int           // payload bytes per segment (for the request's packet count)
 }
 
-// DefaultParams returns the spec's defaults for a link of linkBits.
+// DefaultParams returns the spec's defaults for a link of linkBits. The
+// timers (RetransmitTimeout, StopTimeout, IdleStop) are protocol timers (a
+// fabric's time): gsperf multiplies them by its timescale.
 func DefaultParams(linkBits uint64) Params {
 	return Params{LinkBits: linkBits, Alpha: 0.5, WInit: 0.0625, WMin: 0.01, TargetLossScaling: 0.125, Jitter: 0.1,
 		DSCP: wire.DefaultCreditDSCP, NICQueue: 8, NICBurst: 8, RetransmitTimeout: 100 * time.Microsecond,
@@ -382,14 +385,25 @@ func (h *Host) Stats() HostStats {
 }
 
 // String summarizes the counters in one line.
-func (s HostStats) String() string {
+func (s HostStats) String() string { return s.Format(timescale.Scale{}) }
+
+// Format is String for a host run at timescale sc: the credit rate, which
+// the host measures on this machine's clock, is given on both clocks
+// ("0.1 Mbit/s of credits wall = 100 Mbit/s fabric"); at timescale 1 it is
+// String's line.
+func (s HostStats) Format(sc timescale.Scale) string {
 	loss := 0.0
 	if s.Echoed+s.Lost > 0 {
 		loss = float64(s.Lost) / float64(s.Echoed+s.Lost)
 	}
-	return fmt.Sprintf("xpass: %d flows requested (%d stopped, %d idle, %d refused), %d active (peak %d) at %.1f Mbit/s of credits; "+
+	rate := fmt.Sprintf("%.1f Mbit/s of credits", float64(s.RateSum)*8/1e6)
+	if !sc.One() {
+		wall := float64(s.RateSum) * 8
+		rate = fmt.Sprintf("%s of credits wall = %s fabric (timescale %v)", timescale.FormatRate(wall), timescale.FormatRate(sc.FabricRate(wall)), sc)
+	}
+	return fmt.Sprintf("xpass: %d flows requested (%d stopped, %d idle, %d refused), %d active (peak %d) at %s; "+
 		"%d credits generated, %d sent, %d dropped by the NIC queue; %d echoed, %d lost (%.2f%%)",
-		s.Requests, s.Stops, s.IdleStops, s.Refused, s.Active, s.PeakActive, float64(s.RateSum)*8/1e6,
+		s.Requests, s.Stops, s.IdleStops, s.Refused, s.Active, s.PeakActive, rate,
 		s.Credits, s.Sent, s.NICDrops, s.Echoed, s.Lost, 100*loss)
 }
 

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/perf/timescale"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -274,4 +276,17 @@ func FuzzHostAndSender(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The credit rate in the host's line is the wall clock's; at a timescale
+// it is given on both clocks, and at 1 the line is what it always was.
+func TestHostStatsFormatGivesBothClocks(t *testing.T) {
+	s := HostStats{Requests: 2, Active: 1, PeakActive: 1, RateSum: 11875}
+	one := s.String()
+	if one != s.Format(timescale.MustNew(1)) || !strings.Contains(one, "1 active (peak 1) at 0.1 Mbit/s of credits; ") {
+		t.Fatalf("%q", one)
+	}
+	if got := s.Format(timescale.MustNew(1000)); !strings.Contains(got, "at 95 kbit/s of credits wall = 95 Mbit/s fabric (timescale 1000); ") {
+		t.Fatalf("%q", got)
+	}
 }

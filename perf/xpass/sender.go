@@ -28,24 +28,33 @@ type SenderConfig struct {
 	CreditTimeout     time.Duration // no credit for this long (or 4 RTT) with data left: ask again (10 ms), no faster than that
 }
 
+// DefaultSenderConfig is the sender's configuration when a field is left
+// zero. Its timers are protocol timers (a fabric's time): gsperf
+// multiplies them by its timescale.
+func DefaultSenderConfig() SenderConfig {
+	return SenderConfig{MSS: 1408, RetransmitTimeout: 100 * time.Microsecond, MaxRetransmit: 10 * time.Millisecond,
+		StopTimeout: 2 * time.Millisecond, MinRTO: 10 * time.Millisecond, CreditTimeout: 10 * time.Millisecond}
+}
+
 func (c *SenderConfig) defaults() {
+	d := DefaultSenderConfig()
 	if c.MSS <= 0 {
-		c.MSS = 1408
+		c.MSS = d.MSS
 	}
 	if c.RetransmitTimeout <= 0 {
-		c.RetransmitTimeout = 100 * time.Microsecond
+		c.RetransmitTimeout = d.RetransmitTimeout
 	}
 	if c.MaxRetransmit <= 0 {
-		c.MaxRetransmit = 10 * time.Millisecond
+		c.MaxRetransmit = d.MaxRetransmit
 	}
 	if c.StopTimeout <= 0 {
-		c.StopTimeout = 2 * time.Millisecond
+		c.StopTimeout = d.StopTimeout
 	}
 	if c.MinRTO <= 0 {
-		c.MinRTO = 10 * time.Millisecond
+		c.MinRTO = d.MinRTO
 	}
 	if c.CreditTimeout <= 0 {
-		c.CreditTimeout = 10 * time.Millisecond
+		c.CreditTimeout = d.CreditTimeout
 	}
 }
 

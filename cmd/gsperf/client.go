@@ -1,0 +1,200 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gswitch/gswitch/config"
+	bfchost "github.com/gswitch/gswitch/perf/bfc"
+	"github.com/gswitch/gswitch/perf/results"
+	"github.com/gswitch/gswitch/perf/sfc"
+	"github.com/gswitch/gswitch/perf/transport"
+	"github.com/gswitch/gswitch/perf/udp"
+	"github.com/gswitch/gswitch/wire"
+)
+
+// clientSetup is a client's flags made into a plan: every time and rate
+// in it on the wall clock, nothing opened yet.
+type clientSetup struct {
+	plan       udp.Plan
+	clock      *clockFlags
+	timers     protocolTimers
+	mode       string
+	bfc        *bfcFlags // -mode bfc only
+	fid        *fidelityRun
+	params     map[string]string // the flags as given (the fabric's units)
+	out, csv   string
+	sfc, isBFC bool
+}
+
+func parseClient(args []string) (*clientSetup, error) {
+	fs := flag.NewFlagSet("client", flag.ExitOnError)
+	clock := addClock(fs)
+	to := fs.String("to", "", "comma-separated server addresses host:port; each flow picks one at random")
+	src := fs.String("src", "", "this sender's name in the records (default: hostname)")
+	wl := fs.String("workload", "WebSearch_distribution", "flow-size distribution: a name from `gsperf workloads` or a CDF file")
+	size := fs.String("size", "", "fixed flow size instead of a workload, e.g. 64KB")
+	flows := fs.Int("flows", 100, "number of flows")
+	load := fs.Float64("load", 0.5, "offered load as a fraction of -rate")
+	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown (fabric rate)")
+	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
+	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020) or xpass (one segment per ExpressPass credit; the server runs -mode xpass)")
+	bfcf := addBFCFlags(fs, clock)
+	rtt := clock.duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
+	rto := clock.duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
+	idBase := fs.Uint64("id-base", 0, "first flow id (give each sender its own range)")
+	initWin := fs.String("init-window", "", "initial window, e.g. 64KB (default 10 segments plain, one BDP at -rate x -base-rtt pfabric)")
+	timeout := clock.duration("timeout", 60*time.Second, "give up on a flow this long after it starts")
+	out := fs.String("out", "", "write the run as JSON here")
+	csvOut := fs.String("csv", "", "write one line per flow as CSV here")
+	pace := fs.String("pace", "", "this host's line rate, e.g. 200Mbit: its flows together send no faster, as through a NIC of that rate (default: unpaced) (fabric rate)")
+	paceBurst := fs.Int("pace-burst", udp.PaceBurst, "full segments a paced host may send back to back")
+	at := fs.Int64("at", 0, "start the schedule at this wall-clock time, in ns since 1970 (as date +%s%N prints), so clients on several hosts start together (default: now)")
+	timeline := clock.duration("timeline", 0, "record each flow's progress at this step, e.g. 10ms (for plot -kind throughput)")
+	fid := addFidelityFlags(fs)
+	fs.Parse(args)
+	if err := clock.resolve(); err != nil {
+		return nil, err
+	}
+	c := &clientSetup{clock: clock, timers: timersAt(clock.Scale), mode: *mode, out: *out, csv: *csvOut, sfc: *mode == "sfc", isBFC: *mode == "bfc"}
+	dsts := strings.Split(*to, ",")
+	if *to == "" {
+		return nil, fmt.Errorf("-to: name at least one server")
+	}
+	if err := udp.ParseAddrs(dsts); err != nil {
+		return nil, err
+	}
+	rb, err := config.ParseRate(*rate)
+	if err != nil || rb == 0 {
+		return nil, fmt.Errorf("-rate: %v", err)
+	}
+	if c.fid, err = fid.start(); err != nil {
+		return nil, err
+	}
+	var m transport.Mode
+	if c.isBFC {
+		c.bfc = bfcf
+	} else if !c.sfc { // sfc runs the plain transport under SFC's pause
+		if m, err = transport.ParseMode(*mode); err != nil {
+			return nil, err
+		}
+	}
+	var fixed uint64
+	if *size != "" {
+		if fixed, err = config.ParseSize(*size); err != nil || fixed == 0 {
+			return nil, fmt.Errorf("-size: %q is not a positive size", *size)
+		}
+	}
+	if *src == "" {
+		*src, _ = os.Hostname()
+	}
+	var iw uint64
+	if *initWin != "" {
+		if iw, err = config.ParseSize(*initWin); err != nil || iw == 0 {
+			return nil, fmt.Errorf("-init-window: %q is not a positive size", *initWin)
+		}
+	}
+	var paceBits uint64
+	if *paceBurst < 1 {
+		return nil, fmt.Errorf("-pace-burst: %d (at least one segment)", *paceBurst)
+	}
+	if *pace != "" {
+		if paceBits, err = config.ParseRate(*pace); err != nil || paceBits == 0 {
+			return nil, fmt.Errorf("-pace: %q is not a positive rate", *pace)
+		}
+	}
+	// From here on every time and rate is on the wall clock.
+	t := c.timers
+	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(clock.wallBits(rb)),
+		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: rtt.Wall, RTO: rto.Wall, MaxRTO: t.MaxRTO, FlowIDBase: *idBase, Timeout: timeout.Wall,
+		InitWindow: int(iw), Timeline: timeline.Wall, Pace: float64(clock.wallBits(paceBits)), PaceBurst: *paceBurst,
+		XPSender: t.XPSender, XPLinger: t.XPLinger}
+	switch {
+	case rto.Fabric != 0:
+	case m == transport.PFabric:
+		p.RTO = 3 * p.BaseRTT
+	case c.isBFC:
+		// A paused flow's segments wait in the switches, and a timer that
+		// fires on them sends the whole window again: 10 base RTTs, at
+		// least 10 ms of fabric time.
+		p.RTO = max(t.BFCMinRTO, 10*p.BaseRTT)
+	default:
+		p.RTO = t.RTO // plain and sfc; xpass has its own timers
+	}
+	if (c.sfc || c.isBFC) && p.InitWindow == 0 {
+		// SFC's senders start at line rate with a BDP window (section 2.1);
+		// BFC's NIC caps a flow at one BDP (App. A.8).
+		p.InitWindow = max(udp.MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
+	}
+	if *at != 0 {
+		p.StartAt = time.Unix(0, *at)
+		if d := time.Until(p.StartAt); d < -time.Second || d > time.Hour {
+			return nil, fmt.Errorf("-at: %v is %v from now (want a time in the next hour, in ns since 1970)", p.StartAt, d.Round(time.Millisecond))
+		}
+	}
+	c.plan = p
+	c.params = map[string]string{"workload": *wl, "size": *size, "flows": fmt.Sprint(*flows), "load": fmt.Sprint(*load), "rate": *rate,
+		"arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.Fabric.String(), "pace": *pace}
+	return c, nil
+}
+
+func client(args []string) error {
+	c, err := parseClient(args)
+	if err != nil {
+		return err
+	}
+	p := c.plan
+	var bfcHost *bfchost.Host
+	if c.isBFC {
+		if bfcHost, err = c.bfc.start(c.timers); err != nil {
+			return err
+		}
+		defer bfcHost.Close()
+		p.FlowHook = bfcHost.FlowHook
+	}
+	var bts *sfc.Listener
+	if c.sfc {
+		if bts, err = sfc.Listen(fmt.Sprintf(":%d", wire.BTSPort)); err != nil {
+			return fmt.Errorf("-mode sfc: %w", err)
+		}
+		defer bts.Close()
+		p.FlowGate = sfcGate(bts)
+	}
+	var mu sync.Mutex // flows end on goroutines of their own
+	last := time.Now()
+	p.Progress = func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) > 2*time.Second || done == total {
+			fmt.Fprintf(os.Stderr, "gsperf %s: %d/%d flows done\n", p.Src, done, total)
+			last = time.Now()
+		}
+	}
+	if c.fid != nil {
+		if d := time.Until(p.StartAt) - fidelityLead; !p.StartAt.IsZero() && d > 0 {
+			time.Sleep(d)
+		}
+		if err := c.fid.begin(); err != nil {
+			return err
+		}
+	}
+	recs, err := udp.Run(p)
+	if err != nil {
+		return err
+	}
+	if bts != nil {
+		fmt.Fprintf(os.Stderr, "gsperf %s: sfc: %v\n", p.Src, bts.Stats())
+	}
+	run := &results.Run{Name: p.Src, Flows: recs, Params: c.params}
+	run.SetTimescale(c.clock.Scale)
+	if bfcHost != nil {
+		c.bfc.finish(bfcHost, p.Src, run.Params)
+	}
+	run.Fidelity = c.fid.end()
+	return finish(run, c.out, c.csv)
+}
