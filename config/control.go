@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+
+	"github.com/gswitch/gswitch/config/units"
 )
 
 // Control configures gswitchd's control socket: a unix stream socket on
@@ -15,10 +17,32 @@ type Control struct {
 	// /run/gswitch/NAME.sock, NAME being the config file's name without
 	// its extension.
 	Socket string `yaml:"socket"`
-	// Group may use the socket besides root: the socket is made mode 0660
-	// and owned by this group. Empty: root only (mode 0600).
+	// Group may read the switch's state through the socket besides root
+	// and gswitchd's own user (the read tier: every view, nothing that
+	// changes the switch or shows frames). The socket is made mode 0660 and
+	// owned by this group. Empty: no group reads.
 	Group string `yaml:"group"`
+	// AdminGroup may also change the switch (set, reload) and capture
+	// frames (the admin tier). Root and gswitchd's own user always may.
+	// Empty: only they. When Group is empty the socket is owned by this
+	// group; when both are set, the socket is Group's and an admin must be
+	// in both.
+	AdminGroup string `yaml:"admin_group"`
+	// MaxConnections bounds the connections open at once; one more is
+	// refused and logged. 0: DefaultControlConnections.
+	MaxConnections int `yaml:"max_connections"`
+	// CaptureMemory bounds the mirror rings of every capture running at
+	// once, e.g. 512MiB; a capture that would need more is refused before
+	// anything is allocated. Empty: DefaultCaptureMemory; "0": no capture.
+	CaptureMemory      string `yaml:"capture_memory"`
+	CaptureMemoryBytes uint64 `yaml:"-"`
 }
+
+// Defaults of the control socket's limits.
+const (
+	DefaultControlConnections = 64
+	DefaultCaptureMemory      = 512 << 20
+)
 
 var groupName = regexp.MustCompile(`^[a-z_][a-z0-9_-]*[$]?$`)
 
@@ -33,6 +57,28 @@ func (c *Control) validate() error {
 	}
 	if c.Group != "" && (len(c.Group) > 32 || !groupName.MatchString(c.Group)) {
 		return fmt.Errorf("control.group: %q is not a group name (lower-case letters, digits, _ and -, e.g. gswitch)", c.Group)
+	}
+	if c.AdminGroup != "" && (len(c.AdminGroup) > 32 || !groupName.MatchString(c.AdminGroup)) {
+		return fmt.Errorf("control.admin_group: %q is not a group name (lower-case letters, digits, _ and -, e.g. gswitch-admin)", c.AdminGroup)
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultControlConnections
+	}
+	if c.MaxConnections < 1 || c.MaxConnections > 4096 {
+		return fmt.Errorf("control.max_connections: %d out of range (1..4096; 0 = %d)", c.MaxConnections, DefaultControlConnections)
+	}
+	switch c.CaptureMemory {
+	case "":
+		c.CaptureMemoryBytes = DefaultCaptureMemory
+	default:
+		n, err := units.ParseSize(c.CaptureMemory)
+		if err != nil {
+			return fmt.Errorf("control.capture_memory: %v (e.g. 512MiB; 0 turns capture off)", err)
+		}
+		if n != 0 && n < 64<<10 {
+			return fmt.Errorf("control.capture_memory: %q is less than one 64KiB ring (write e.g. 512MiB, or 0 to turn capture off)", c.CaptureMemory)
+		}
+		c.CaptureMemoryBytes = n
 	}
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,8 +58,11 @@ const (
 	maxPayload         = 1 << 20
 )
 
-func (s *Server) capture(c net.Conn, r *bufio.Reader, w *bufio.Writer, req *Request) {
-	fail := func(err error) { writeResp(w, Response{Error: err.Error()}) }
+func (s *Server) capture(c net.Conn, r *bufio.Reader, w *bufio.Writer, req *Request, who *peer) {
+	fail := func(err error) {
+		s.opt.Logf("control: %s: %s: error: %v", who, describeRequest(req), err)
+		writeResp(w, Response{Error: err.Error()})
+	}
 	p, err := s.port(req.Port)
 	if err != nil {
 		fail(err)
@@ -103,12 +108,22 @@ func (s *Server) capture(c net.Conn, r *bufio.Reader, w *bufio.Writer, req *Requ
 	if req.Filter != "" {
 		mirrorSnap = 0
 	}
+	// The limits are checked, and the memory reserved, before the switch
+	// allocates the rings.
+	release, err := s.reserveCapture(p, ring, who)
+	if err != nil {
+		s.logRefusal(fmt.Sprintf("control: refused %s: %s: %v", who, describeRequest(req), err))
+		writeResp(w, Response{Error: err.Error()})
+		return
+	}
+	defer release()
 	cp, err := s.sw.Capture(p.Index, dirs, mirrorSnap, ring)
 	if err != nil {
 		fail(err)
 		return
 	}
 	defer cp.Stop()
+	s.opt.Logf("control: %s: %s: capturing", who, describeRequest(req))
 	start := CaptureStart{Port: p.Name, Snap: snap, Filter: req.Filter}
 	if i := p.Index; i < len(s.opt.Info) {
 		start.Interface = s.opt.Info[i].Interface
@@ -187,7 +202,63 @@ func (s *Server) capture(c net.Conn, r *bufio.Reader, w *bufio.Writer, req *Requ
 	cp.Stop()
 	st.Dropped = cp.Drops()
 	st.Reason = reason
+	release() // before the end record: a client may start the next capture as soon as it has it
+	s.opt.Logf("control: %s: capture on %s ended: %s; %d frames sent of %d seen", who, p.Name, reason, st.Matched, st.Seen)
 	writeStats(w, RecEnd, st)
+}
+
+// captureRingBytes is what the switch allocates for a capture with rings of
+// ring bytes per worker: each worker's ring is rounded up to a power of two
+// of at least 64 KiB (dataplane.Switch.Capture).
+func captureRingBytes(ring, workers int) int64 {
+	n := int64(1 << 16)
+	for n < int64(ring) {
+		n <<= 1
+	}
+	return n * int64(workers)
+}
+
+// bytesText writes n in the largest binary unit that divides it.
+func bytesText(n int64) string {
+	switch {
+	case n != 0 && n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + "GiB"
+	case n != 0 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "MiB"
+	case n != 0 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "KiB"
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// reserveCapture checks, before anything is allocated, that port p is not
+// being captured and that the capture's rings fit in what
+// control.capture_memory leaves, and reserves both; release gives them back.
+func (s *Server) reserveCapture(p *dataplane.Port, ring int, who *peer) (release func(), err error) {
+	if s.opt.CaptureMemory < 0 {
+		return nil, errors.New("capture: capture is off on this switch (control.capture_memory: 0 in gswitchd's config)")
+	}
+	need := captureRingBytes(ring, s.sw.Workers())
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	if by := s.captures[p.Index]; by != nil {
+		return nil, fmt.Errorf("capture: port %s is already being captured (by %s): one capture per port at a time, stop that one first", p.Name, by)
+	}
+	if s.capBytes+need > s.opt.CaptureMemory {
+		return nil, fmt.Errorf("capture: its rings need %s (%d worker(s) x %s), and %s of the %s that control.capture_memory allows are in use by other captures: give a smaller -ring, stop another capture, or raise control.capture_memory",
+			bytesText(need), s.sw.Workers(), bytesText(captureRingBytes(ring, 1)), bytesText(s.capBytes), bytesText(s.opt.CaptureMemory))
+	}
+	s.captures[p.Index] = who
+	s.capBytes += need
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.capMu.Lock()
+			delete(s.captures, p.Index)
+			s.capBytes -= need
+			s.capMu.Unlock()
+		})
+	}, nil
 }
 
 func writeStats(w *bufio.Writer, kind byte, st CaptureStats) error {

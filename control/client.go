@@ -29,7 +29,7 @@ func Dial(path string, timeout time.Duration) (*Client, error) {
 			return nil, fmt.Errorf("no gswitchd control socket at %s (is gswitchd running? its log says where its socket is)", path)
 		}
 		if errors.Is(err, os.ErrPermission) {
-			return nil, fmt.Errorf("%s: permission denied (run as root, or as a member of the group in gswitchd's control.group)", path)
+			return nil, fmt.Errorf("%s: permission denied (run as root, or as a member of the group in gswitchd's control.group, or of control.admin_group when control.group is not set)", path)
 		}
 		return nil, err
 	}
@@ -73,11 +73,20 @@ func (cl *Client) roundTrip(req Request) (*Response, error) {
 		return nil, err
 	}
 	if _, err := cl.c.Write(append(b, '\n')); err != nil {
-		return nil, err
+		// A server that refused the connection (a peer it does not
+		// serve, too many connections) answered and closed it before
+		// reading: its answer, still to be read, says why.
+		if line, rerr := cl.r.ReadBytes('\n'); rerr == nil {
+			var resp Response
+			if json.Unmarshal(line, &resp) == nil && !resp.OK && resp.Error != "" {
+				return nil, errors.New(resp.Error)
+			}
+		}
+		return nil, fmt.Errorf("writing to gswitchd: %v", plainErr(err))
 	}
 	line, err := cl.r.ReadBytes('\n')
 	if err != nil {
-		return nil, fmt.Errorf("reading gswitchd's answer: %v", err)
+		return nil, fmt.Errorf("reading gswitchd's answer: %v", plainErr(err))
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
@@ -87,6 +96,16 @@ func (cl *Client) roundTrip(req Request) (*Response, error) {
 		return nil, errors.New(resp.Error)
 	}
 	return &resp, nil
+}
+
+// plainErr drops the addresses of a socket error: the server's end is
+// bound under a private name (see socket.go), which would only puzzle.
+func plainErr(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err
+	}
+	return err
 }
 
 // Capture starts a capture (req.Cmd is set to capture). The connection is

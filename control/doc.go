@@ -4,11 +4,17 @@
 // # Model
 //
 // gswitchd listens on a unix stream socket (default
-// /run/gswitch/NAME.sock; config key control: {socket, group}). Nothing
-// listens on the network. The socket file is mode 0600 (root only), or
-// 0660 and owned by the configured group; the server also checks each
-// peer's credentials (SO_PEERCRED): root, gswitchd's own user, or a member
-// of the group. Whoever may connect may use every command.
+// /run/gswitch/NAME.sock; config key control: {socket, group, admin_group,
+// max_connections, capture_memory}). Nothing listens on the network. The
+// socket is made without following a symlink or removing anything but a
+// stale socket (socket.go). The file is mode 0600 (root only), or 0660 and
+// owned by the configured group; the server also checks each peer's
+// credentials (SO_PEERCRED, SO_PEERGROUPS) and gives it a tier (access.go):
+// admin (root, gswitchd's own user, control.admin_group) may do
+// everything; read (control.group) may ask what changes nothing and shows
+// no frame. Kinds classifies every request. Admin actions and refusals are
+// logged with the peer's uid and pid; connections and the memory of
+// captures are bounded.
 //
 // The protocol is JSON lines. The client writes one request per line, the
 // server answers each with one response line, in order; a connection may

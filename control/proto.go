@@ -1,7 +1,12 @@
 package control
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gswitch/gswitch/mech"
@@ -21,6 +26,58 @@ type Request struct {
 	Count  int    `json:"count,omitempty"`  // capture: stop after this many frames (0: until stopped)
 	Filter string `json:"filter,omitempty"` // capture: a filter expression (package capfilter)
 	Ring   int    `json:"ring,omitempty"`   // capture: bytes of mirror ring per worker (0: 4 MiB)
+}
+
+// ErrEmptyRequest is ParseRequest's error for a line with nothing but
+// white space, which the server skips.
+var ErrEmptyRequest = errors.New("empty request")
+
+// ParseRequest reads one request line (what a client writes, without or
+// with its newline). Fields it does not know are ignored; whether the
+// command exists and may be used is for the server to say.
+func ParseRequest(line []byte) (*Request, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, ErrEmptyRequest
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, fmt.Errorf("not a JSON request: %v", err)
+	}
+	return &req, nil
+}
+
+// describeRequest says what req asks for, for gswitchd's log: one line,
+// every string quoted (a peer's values cannot start a log line of their
+// own), fields left out when not set.
+func describeRequest(r *Request) string {
+	var b strings.Builder
+	if isKind(r.Cmd) {
+		b.WriteString(r.Cmd)
+	} else {
+		b.WriteString(strconv.Quote(r.Cmd))
+	}
+	str := func(name, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, " %s %s", name, strconv.Quote(v))
+		}
+	}
+	num := func(name string, v int) {
+		if v != 0 {
+			fmt.Fprintf(&b, " %s %d", name, v)
+		}
+	}
+	str("port", r.Port)
+	str("key", r.Key)
+	num("queue", r.Queue)
+	str("value", r.Value)
+	num("limit", r.Limit)
+	str("dir", r.Dir)
+	num("snap", r.Snap)
+	num("count", r.Count)
+	str("filter", r.Filter)
+	num("ring", r.Ring)
+	return b.String()
 }
 
 // Response is one line the server sends.

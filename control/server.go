@@ -9,18 +9,15 @@ import (
 	"log"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/metrics"
-	"golang.org/x/sys/unix"
 )
 
 // SocketDir is where gswitchd puts its control socket unless the config
@@ -50,7 +47,23 @@ type Options struct {
 	// checks that the interfaces exist); nil: none.
 	CheckConfig func(*config.Config) error
 	Logf        func(format string, args ...any) // nil: log.Printf
+
+	// Who may use the socket besides root and gswitchd's own user (config
+	// keys control.group and control.admin_group): Group reads, AdminGroup
+	// also changes the switch and captures. Empty: nobody else.
+	Group, AdminGroup string
+	// MaxConns bounds the connections open at once (control.max_connections;
+	// 0: config.DefaultControlConnections). Admins may open adminReserve
+	// more, so that readers holding every connection do not lock them out.
+	MaxConns int
+	// CaptureMemory bounds the mirror rings of every capture at once, in
+	// bytes (control.capture_memory; 0: config.DefaultCaptureMemory; < 0:
+	// no capture).
+	CaptureMemory int64
 }
+
+// adminReserve is how many connections beyond MaxConns admins may open.
+const adminReserve = 4
 
 // Server answers control requests for one switch.
 type Server struct {
@@ -63,11 +76,20 @@ type Server struct {
 
 	lnMu     sync.Mutex
 	ln       *net.UnixListener
+	sock     *boundSocket
 	path     string
-	gid      int // the group allowed besides root and our own user (-1: none)
-	conns    map[net.Conn]struct{}
+	acc      access
+	conns    map[net.Conn]*peer
 	stopping bool
 	wg       sync.WaitGroup
+
+	capMu    sync.Mutex
+	captures map[int]*peer // port index -> who captures it
+	capBytes int64         // mirror ring bytes of the captures running
+
+	// peerOf reads a connection's credentials (tests fake it).
+	peerOf   func(*net.UnixConn) (*peer, error)
+	refusals logLimiter
 }
 
 // NewServer returns a server for sw. Call Listen, then Serve.
@@ -75,55 +97,44 @@ func NewServer(sw *dataplane.Switch, opt Options) *Server {
 	if opt.Logf == nil {
 		opt.Logf = log.Printf
 	}
+	if opt.MaxConns <= 0 {
+		opt.MaxConns = config.DefaultControlConnections
+	}
+	if opt.CaptureMemory == 0 {
+		opt.CaptureMemory = config.DefaultCaptureMemory
+	}
 	c := *opt.Config
 	c.Ports = append([]config.Port(nil), opt.Config.Ports...)
-	return &Server{sw: sw, opt: opt, cfg: &c, started: time.Now(), gid: -1, conns: map[net.Conn]struct{}{}}
+	return &Server{sw: sw, opt: opt, cfg: &c, started: time.Now(), acc: access{readGid: -1, adminGid: -1},
+		conns: map[net.Conn]*peer{}, captures: map[int]*peer{}, peerOf: peerOf}
 }
 
-// Listen creates the socket at path (its directory too, mode 0755),
-// owned by root, mode 0600, or 0660 and owned by group if group is set. A
-// socket file left by a gswitchd that died is replaced; one that a running
-// gswitchd answers on is an error. Errors name the config key.
-func (s *Server) Listen(path, group string) error {
-	if group != "" {
-		g, err := user.LookupGroup(group)
-		if err != nil {
-			return fmt.Errorf("control.group: %q: %v (create it with groupadd, or leave group out for root only)", group, err)
-		}
-		if s.gid, err = strconv.Atoi(g.Gid); err != nil {
-			return fmt.Errorf("control.group: %q has gid %q", group, g.Gid)
-		}
+// Listen creates the socket at path (its directory too, mode 0755), mode
+// 0600, or 0660 and owned by Options.Group (else Options.AdminGroup) if one
+// is set. It never follows a symlink and never removes anything but a
+// socket left by a gswitchd that died (socket.go says how): anything else
+// at path is an error wrapping ErrNotSocket, a socket that a running
+// gswitchd answers on one wrapping ErrSocketInUse. Errors name the config
+// key.
+func (s *Server) Listen(path string) error {
+	var err error
+	s.acc.readGroup, s.acc.adminGroup = s.opt.Group, s.opt.AdminGroup
+	if s.acc.readGid, err = lookupGroup("control.group", s.opt.Group); err != nil {
+		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("control.socket: %v", err)
+	if s.acc.adminGid, err = lookupGroup("control.admin_group", s.opt.AdminGroup); err != nil {
+		return err
 	}
-	if _, err := os.Lstat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return fmt.Errorf("control.socket: %s is in use by another gswitchd (give this one another control.socket, or stop the other): %w", path, ErrSocketInUse)
-		}
-		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("control.socket: removing the stale socket %s: %v", path, err)
-		}
+	gid, key := s.acc.readGid, "control.group"
+	if gid < 0 {
+		gid, key = s.acc.adminGid, "control.admin_group"
 	}
-	old := syscall.Umask(0o177) // the socket is created 0600, never more open than that before chmod
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
+	b, err := createSocket(path, gid, key)
 	if err != nil {
-		return fmt.Errorf("control.socket: %v", err)
-	}
-	ln.SetUnlinkOnClose(true)
-	if s.gid >= 0 {
-		if err := os.Chown(path, -1, s.gid); err == nil {
-			err = os.Chmod(path, 0o660)
-		}
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("control.group: giving %s to group %s: %v", path, group, err)
-		}
+		return err
 	}
 	s.lnMu.Lock()
-	s.ln, s.path = ln, path
+	s.ln, s.sock, s.path = b.ln, b, path
 	s.lnMu.Unlock()
 	return nil
 }
@@ -148,9 +159,13 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
-		if err := s.allowed(c); err != nil {
-			fmt.Fprintf(c, "%s\n", mustJSON(Response{Error: err.Error()}))
-			c.Close()
+		p, err := s.peerOf(c)
+		if err != nil {
+			s.refuse(c, fmt.Sprintf("control: refused a connection: %v", err), err.Error())
+			continue
+		}
+		if p.tier = s.acc.tierOf(p); p.tier == TierNone {
+			s.refuse(c, fmt.Sprintf("control: refused a connection from %s: not root, not gswitchd's user, in no control group", p), s.acc.refuseConn(p))
 			continue
 		}
 		s.lnMu.Lock()
@@ -159,17 +174,45 @@ func (s *Server) Serve() error {
 			c.Close()
 			continue
 		}
-		s.conns[c] = struct{}{}
+		if n := len(s.conns); n >= s.opt.MaxConns && (p.tier < TierAdmin || n >= s.opt.MaxConns+adminReserve) {
+			s.lnMu.Unlock()
+			s.refuse(c, fmt.Sprintf("control: refused a connection from %s: %d connections open (control.max_connections %d)", p, n, s.opt.MaxConns),
+				fmt.Sprintf("gswitchd has %d control connections open, its limit (control.max_connections %d): try again when some have closed", n, s.opt.MaxConns))
+			continue
+		}
+		s.conns[c] = p
 		s.wg.Add(1)
 		s.lnMu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(c)
+			s.serveConn(c, p)
 			s.lnMu.Lock()
 			delete(s.conns, c)
 			s.lnMu.Unlock()
 		}()
 	}
+}
+
+// refuse answers c with msg, closes it and logs line.
+func (s *Server) refuse(c net.Conn, line, msg string) {
+	s.logRefusal(line)
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(c, "%s\n", mustJSON(Response{Error: msg}))
+	c.Close()
+}
+
+// logRefusal logs a refused connection or request, at most as often as
+// the refusal log's rate allows (a peer refused in a loop must not flood
+// gswitchd's log).
+func (s *Server) logRefusal(line string) {
+	ok, skipped := s.refusals.allow(time.Now())
+	if !ok {
+		return
+	}
+	if skipped > 0 {
+		line += fmt.Sprintf(" (and %d more refusals not logged)", skipped)
+	}
+	s.opt.Logf("%s", line)
 }
 
 // Close stops accepting, ends every connection (captures stop) and
@@ -185,6 +228,7 @@ func (s *Server) Close() error {
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()
+		s.sock.remove()
 	}
 	for c := range s.conns {
 		c.Close()
@@ -194,54 +238,10 @@ func (s *Server) Close() error {
 	return err
 }
 
-// allowed checks the peer's credentials: root, our own user, or a member
-// of the configured group.
-func (s *Server) allowed(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if cerr != nil {
-		return fmt.Errorf("reading the peer's credentials: %v", cerr)
-	}
-	if cred.Uid == 0 || int(cred.Uid) == os.Geteuid() {
-		return nil
-	}
-	if s.gid >= 0 && inGroup(cred, s.gid) {
-		return nil
-	}
-	return fmt.Errorf("permission denied: uid %d is not root and not in gswitchd's control group", cred.Uid)
-}
-
-// inGroup reports whether the peer process has gid among its groups
-// (primary, or supplementary as /proc/PID/status lists them).
-func inGroup(cred *unix.Ucred, gid int) bool {
-	if int(cred.Gid) == gid {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cred.Pid))
-	if err != nil {
-		return false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "Groups:"); ok {
-			for _, g := range strings.Fields(rest) {
-				if g == strconv.Itoa(gid) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // maxRequest bounds a request line: a peer cannot make the server buffer more.
 const maxRequest = 64 << 10
 
-func (s *Server) serveConn(c *net.UnixConn) {
+func (s *Server) serveConn(c *net.UnixConn, p *peer) {
 	defer c.Close()
 	r := bufio.NewReaderSize(c, 4096)
 	w := bufio.NewWriter(c)
@@ -251,34 +251,68 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			if err != errTooLong {
 				return
 			}
+			s.logRefusal(fmt.Sprintf("control: refused %s: a request longer than %d bytes (connection closed)", p, maxRequest))
 			writeResp(w, Response{Error: fmt.Sprintf("request longer than %d bytes", maxRequest)})
 			return
 		}
-		if len(strings.TrimSpace(string(line))) == 0 {
+		req, err := ParseRequest(line)
+		if err == ErrEmptyRequest {
 			continue
 		}
-		var req Request
-		if err := json.Unmarshal(line, &req); err != nil {
-			if writeResp(w, Response{Error: "not a JSON request: " + err.Error()}) != nil {
+		if err != nil {
+			if writeResp(w, Response{Error: err.Error()}) != nil {
+				return
+			}
+			continue
+		}
+		need := tierOf(req.Cmd)
+		if need > p.tier {
+			s.logRefusal(fmt.Sprintf("control: refused %s: %s: needs the admin tier", p, describeRequest(req)))
+			if writeResp(w, Response{Error: s.acc.refuseAdmin(p, req.Cmd)}) != nil {
 				return
 			}
 			continue
 		}
 		if req.Cmd == "capture" {
-			s.capture(c, r, w, &req)
+			s.capture(c, r, w, req, p)
 			return
 		}
-		res, err := s.Handle(&req)
+		res, err := s.Handle(req)
 		resp := Response{OK: err == nil}
 		if err != nil {
 			resp.Error = err.Error()
 		} else if resp.Result, err = json.Marshal(res); err != nil {
 			resp = Response{Error: "encoding the result: " + err.Error()}
 		}
+		if need == TierAdmin {
+			s.logAdmin(p, req, res, resp.Error)
+		}
 		if writeResp(w, resp) != nil {
 			return
 		}
 	}
+}
+
+// logAdmin logs an admin action: who, what was asked, and what came of it.
+func (s *Server) logAdmin(p *peer, req *Request, res any, errText string) {
+	out := "done"
+	switch r := res.(type) {
+	case *SetResult:
+		if r != nil {
+			out = fmt.Sprintf("%s -> %s", r.Old, r.New)
+			if !r.Applied {
+				out += " (posted, not yet applied)"
+			}
+		}
+	case *ReloadResult:
+		if r != nil {
+			out = fmt.Sprintf("applied %q, refused %q", r.Applied, r.Refused)
+		}
+	}
+	if errText != "" {
+		out = "error: " + strconv.Quote(errText)
+	}
+	s.opt.Logf("control: %s: %s: %s", p, describeRequest(req), out)
 }
 
 var errTooLong = errors.New("request too long")
@@ -322,7 +356,8 @@ func mustJSON(v any) []byte {
 }
 
 // Handle answers one request (every command but capture, which streams).
-// It is what the socket serves; tests call it directly.
+// It is what the socket serves, once the peer's tier allows the request
+// (serveConn checks); tests call it directly.
 func (s *Server) Handle(req *Request) (any, error) {
 	switch req.Cmd {
 	case "info":
@@ -354,6 +389,3 @@ func (s *Server) Handle(req *Request) (any, error) {
 	}
 	return nil, fmt.Errorf("unknown command %q (known: %s)", req.Cmd, strings.Join(Commands, ", "))
 }
-
-// Commands lists what the server answers.
-var Commands = []string{"info", "health", "ports", "queues", "mac", "routes", "neighbors", "flows", "stats", "set", "reload", "capture"}

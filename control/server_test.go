@@ -70,6 +70,13 @@ type fixture struct {
 // switch between calls; the server reads it only while a call is in flight.
 func newFixture(t *testing.T, yaml string) *fixture {
 	t.Helper()
+	return newFixtureWith(t, yaml, nil, nil)
+}
+
+// newFixtureWith is newFixture with the server's options changed by opt,
+// and the server by srv before it serves (both may be nil).
+func newFixtureWith(t *testing.T, yaml string, opt func(*Options), srv func(*Server)) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{sock: filepath.Join(dir, "sw.sock"), cfg: filepath.Join(dir, "sw.yaml")}
 	if err := os.WriteFile(f.cfg, []byte(yaml), 0o644); err != nil {
@@ -84,9 +91,16 @@ func newFixture(t *testing.T, yaml string) *fixture {
 	for _, p := range c.Ports {
 		info = append(info, metrics.PortInfo{Interface: p.Interface, XDPMode: "native"})
 	}
-	f.srv = NewServer(f.h.SW, Options{Config: c, ConfigPath: f.cfg, Info: info, Logf: t.Logf})
-	if err := f.srv.Listen(f.sock, ""); err != nil {
+	o := Options{Config: c, ConfigPath: f.cfg, Info: info, Logf: t.Logf}
+	if opt != nil {
+		opt(&o)
+	}
+	f.srv = NewServer(f.h.SW, o)
+	if err := f.srv.Listen(f.sock); err != nil {
 		t.Fatal(err)
+	}
+	if srv != nil {
+		srv(f.srv)
 	}
 	done := make(chan error, 1)
 	go func() { done <- f.srv.Serve() }()
@@ -488,10 +502,11 @@ func TestSocketInUseAndPermissions(t *testing.T) {
 		t.Fatalf("socket mode %v %v", fi.Mode(), err)
 	}
 	other := NewServer(f.h.SW, Options{Config: &config.Config{}})
-	if err := other.Listen(f.sock, ""); err == nil || !strings.Contains(err.Error(), "in use by another gswitchd") {
+	if err := other.Listen(f.sock); err == nil || !strings.Contains(err.Error(), "in use by another gswitchd") {
 		t.Fatalf("second listen: %v", err)
 	}
-	if err := other.Listen(filepath.Join(t.TempDir(), "x.sock"), "no-such-group-zz"); err == nil || !strings.Contains(err.Error(), "control.group") {
+	other = NewServer(f.h.SW, Options{Config: &config.Config{}, Group: "no-such-group-zz"})
+	if err := other.Listen(filepath.Join(t.TempDir(), "x.sock")); err == nil || !strings.Contains(err.Error(), "control.group") {
 		t.Fatalf("unknown group: %v", err)
 	}
 	if os.Geteuid() != 0 {
@@ -509,7 +524,7 @@ func TestSocketInUseAndPermissions(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	open := NewServer(f.h.SW, Options{Config: &config.Config{}})
 	sock := filepath.Join(dir, "open.sock")
-	if err := open.Listen(sock, ""); err != nil {
+	if err := open.Listen(sock); err != nil {
 		t.Fatal(err)
 	}
 	go open.Serve()

@@ -8,12 +8,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/gswitch/gswitch/topo"
 )
 
 // capture runs f with os.Stdout and os.Stderr sent to buffers.
@@ -133,11 +137,31 @@ links: [{a: h1, b: s1}, {a: s1, b: s2, rate: 100Mbit}, {a: s2, b: h2}]
 	if out, err := ctl("up", file, "-state", state); err == nil || !strings.Contains(out, "clashes with what exists") {
 		t.Errorf("second up: %v\n%s", err, out)
 	}
+	// A gswitchd killed with SIGKILL leaves its control socket behind; down removes it.
+	var st struct {
+		Processes []struct {
+			Switch string `json:"switch"`
+			PID    int    `json:"pid"`
+		} `json:"processes"`
+	}
+	if b, err := os.ReadFile(filepath.Join(state, name, "state.json")); err != nil || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("state: %v", err)
+	}
+	for _, p := range st.Processes {
+		if p.Switch == "s1" {
+			syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+	}
 	if out, err := ctl("down", file, "-state", state); err != nil || !strings.Contains(out, "is down") {
 		t.Fatalf("down: %v\n%s", err, out)
 	}
 	if _, err := os.Stat("/run/netns/" + name + "-h1"); err == nil {
 		t.Errorf("namespace %s-h1 left after down", name)
+	}
+	for _, sw := range []string{"s1", "s2"} {
+		if _, err := os.Lstat(topo.SocketPath(name, sw)); err == nil {
+			t.Errorf("control socket of %s left after down", sw)
+		}
 	}
 	if out, err := ctl("exec", file, "h1", "-state", state, "--", "true"); err == nil || !strings.Contains(out, "is not up") {
 		t.Errorf("exec after down: %v\n%s", err, out)
@@ -194,5 +218,41 @@ links:
 				t.Errorf("namespace %s-h1 made", name)
 			}
 		})
+	}
+}
+
+// TestDownRemovesStaleSockets: after down, a switch's control socket that
+// nobody answers on (its gswitchd was killed) is removed; anything else at
+// a switch's socket path stays. No root: only the plan is used.
+func TestDownRemovesStaleSockets(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "two.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(`
+name: two
+mode: l2
+switches: {s1: {config: {control: {socket: %s/s1.sock}}}, s2: {config: {control: {socket: %s/s2.sock}}}}
+hosts: {h1: {addr: 10.78.0.1/24}, h2: {addr: 10.78.0.2/24}}
+links: [{a: h1, b: s1}, {a: s1, b: s2}, {a: s2, b: h2}]
+`, dir, dir)), 0o644)
+	tp, err := topo.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s1.sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // a socket nobody answers on, as a killed gswitchd leaves
+	os.WriteFile(filepath.Join(dir, "s2.sock"), []byte("not a socket"), 0o644)
+	code, stdout, stderr := capture(t, func() int { removeStaleSockets(tp, dir); return 0 })
+	if code != 0 || !strings.Contains(stdout, "removed switch s1's stale control socket "+dir+"/s1.sock") || !strings.Contains(stderr, "switch s2: control.socket: "+dir+"/s2.sock is a regular file") {
+		t.Fatalf("stdout %q stderr %q", stdout, stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "s1.sock")); err == nil {
+		t.Error("the stale socket is still there")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "s2.sock")); err != nil || string(b) != "not a socket" {
+		t.Errorf("the file at s2's path did not survive: %v", err)
 	}
 }

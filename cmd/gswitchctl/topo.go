@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/control"
 	"github.com/gswitch/gswitch/topo"
 )
 
@@ -171,8 +173,36 @@ func topoDown(args []string) int {
 	if err := topo.Down(t, o); err != nil {
 		return fail(err)
 	}
+	removeStaleSockets(t, o.StateDir)
 	fmt.Printf("topology %s is down\n", t.Name)
 	return 0
+}
+
+// removeStaleSockets removes the control sockets of the topology's switches
+// that no gswitchd answers on any more: a gswitchd stopped by SIGTERM
+// removes its own, one that had to be killed leaves it behind. Only
+// sockets nobody answers on go (control.RemoveStale); anything else at
+// those paths is reported and left.
+func removeStaleSockets(t *topo.Topology, stateDir string) {
+	p, err := t.Plan()
+	if err != nil {
+		return
+	}
+	for _, s := range p.Switches {
+		c, err := config.Parse(s.Config)
+		if err != nil || c.Control.Socket == "off" {
+			continue
+		}
+		path := c.Control.Socket
+		if path == "" {
+			path = control.DefaultSocket(filepath.Join(stateDir, t.Name, s.Name+".yaml"))
+		}
+		if ok, err := control.RemoveStale(path); err != nil {
+			fmt.Fprintf(os.Stderr, "gswitchctl topo down: switch %s: %v\n", s.Name, err)
+		} else if ok {
+			fmt.Printf("removed switch %s's stale control socket %s\n", s.Name, path)
+		}
+	}
 }
 
 func topoShow(args []string) int {

@@ -88,6 +88,15 @@ func main() {
 	}
 }
 
+// captureMemory is control.capture_memory for control.Options: "0" turns
+// capture off (< 0 there).
+func captureMemory(c config.Control) int64 {
+	if c.CaptureMemoryBytes == 0 {
+		return -1
+	}
+	return int64(c.CaptureMemoryBytes)
+}
+
 // devices is what run sets up on the host, torn down by close.
 type devices struct {
 	umem  *afxdp.UMEM
@@ -271,27 +280,32 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 		log.Printf("metrics on http://%s/metrics", ln.Addr())
 	}
 
+	// Signals are taken before the control socket exists: a SIGTERM from
+	// then on ends run, whose deferred Close removes the socket, rather
+	// than killing gswitchd with its socket left behind.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var ctl *control.Server
 	if cfg.Control.Socket != "off" {
-		ctl = control.NewServer(sw, control.Options{Config: cfg, ConfigPath: cfgPath, Info: info, CheckConfig: reloadCheck})
-		err := ctl.Listen(cfg.Control.Socket, cfg.Control.Group)
+		ctl = control.NewServer(sw, control.Options{Config: cfg, ConfigPath: cfgPath, Info: info, CheckConfig: reloadCheck,
+			Group: cfg.Control.Group, AdminGroup: cfg.Control.AdminGroup, MaxConns: cfg.Control.MaxConnections,
+			CaptureMemory: captureMemory(cfg.Control)})
+		err := ctl.Listen(cfg.Control.Socket)
 		if errors.Is(err, control.ErrSocketInUse) && defaultSocket {
 			// Another switch's config has the same file name: this one takes a socket named by its pid.
 			alt := strings.TrimSuffix(cfg.Control.Socket, ".sock") + "-" + strconv.Itoa(os.Getpid()) + ".sock"
 			log.Printf("%s is another gswitchd's; using %s (set control.socket to choose)", cfg.Control.Socket, alt)
 			cfg.Control.Socket = alt
-			err = ctl.Listen(alt, cfg.Control.Group)
+			err = ctl.Listen(alt)
 		}
 		if err != nil {
 			return err
 		}
 		defer ctl.Close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	if err := sw.Start(); err != nil {
 		sw.Stop()
 		return err

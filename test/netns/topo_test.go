@@ -224,6 +224,16 @@ func (tp *Topo) StartSwitch(extra string, opts PortOpts) *Switch {
 	addr := ln.Addr().String()
 	ln.Close()
 	fmt.Fprintf(&b, "metrics: %s\n%s\n", addr, extra)
+	if !strings.Contains(extra, "control:") {
+		// The control socket goes in a directory of the test's, removed with
+		// it: a gswitchd killed at cleanup leaves nothing in /run/gswitch.
+		dir, err := os.MkdirTemp("", "gsw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		fmt.Fprintf(&b, "control: {socket: %s}\n", filepath.Join(dir, "sw.sock"))
+	}
 	cfg := filepath.Join(t.TempDir(), "gswitchd.yaml")
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
