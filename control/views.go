@@ -12,6 +12,7 @@ import (
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/sched"
 )
 
 // port finds a port by name, or by index.
@@ -118,7 +119,7 @@ func schedName(cfg *config.Config, i int) string {
 			return n
 		}
 	}
-	return "fifo"
+	return sched.DefaultScheduler
 }
 
 func (s *Server) queues(name string) (*QueuesView, error) {

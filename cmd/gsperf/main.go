@@ -27,13 +27,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gswitch/gswitch/config"
 	bfchost "github.com/gswitch/gswitch/perf/bfc"
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/sfc"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/workload"
+	"github.com/gswitch/gswitch/units"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -139,11 +139,11 @@ func serverConfig(maxFlows int, flowBuf, totalBuf string, idle time.Duration) (u
 	if maxFlows < 1 {
 		return udp.ServerConfig{}, fmt.Errorf("-max-flows: %d (at least 1)", maxFlows)
 	}
-	fb, err := config.ParseSize(flowBuf)
+	fb, err := units.ParseSize(flowBuf)
 	if err != nil || fb < 64<<10 || fb > most {
 		return udp.ServerConfig{}, fmt.Errorf("-flow-buffer: %q (want a size from 64KiB to 1TiB, e.g. 8MiB: a window of out-of-order segments)", flowBuf)
 	}
-	tb, err := config.ParseSize(totalBuf)
+	tb, err := units.ParseSize(totalBuf)
 	if err != nil || tb < fb || tb > most {
 		return udp.ServerConfig{}, fmt.Errorf("-total-buffer: %q (want a size from -flow-buffer (%d bytes) to 1TiB, e.g. 256MiB)", totalBuf, fb)
 	}
@@ -185,7 +185,7 @@ func client(args []string) error {
 	if err := udp.ParseAddrs(dsts); err != nil {
 		return err
 	}
-	rb, err := config.ParseRate(*rate)
+	rb, err := units.ParseRate(*rate)
 	if err != nil || rb == 0 {
 		return fmt.Errorf("-rate: %v", err)
 	}
@@ -204,7 +204,7 @@ func client(args []string) error {
 	}
 	var fixed uint64
 	if *size != "" {
-		if fixed, err = config.ParseSize(*size); err != nil || fixed == 0 {
+		if fixed, err = units.ParseSize(*size); err != nil || fixed == 0 {
 			return fmt.Errorf("-size: %q is not a positive size", *size)
 		}
 	}
@@ -213,7 +213,7 @@ func client(args []string) error {
 	}
 	var iw uint64
 	if *initWin != "" {
-		if iw, err = config.ParseSize(*initWin); err != nil || iw == 0 {
+		if iw, err = units.ParseSize(*initWin); err != nil || iw == 0 {
 			return fmt.Errorf("-init-window: %q is not a positive size", *initWin)
 		}
 	}
@@ -222,7 +222,7 @@ func client(args []string) error {
 		return fmt.Errorf("-pace-burst: %d (at least one segment)", *paceBurst)
 	}
 	if *pace != "" {
-		if paceBits, err = config.ParseRate(*pace); err != nil || paceBits == 0 {
+		if paceBits, err = units.ParseRate(*pace); err != nil || paceBits == 0 {
 			return fmt.Errorf("-pace: %q is not a positive rate", *pace)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/xpass"
+	"github.com/gswitch/gswitch/units"
 )
 
 // xpFlags are the server's ExpressPass flags (-mode xpass).
@@ -47,7 +47,7 @@ func (x *xpFlags) config() (udp.XPassConfig, error) {
 	if *x.link == "" {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-link: -mode xpass needs this host's link rate, e.g. -xp-link 500Mbit")
 	}
-	rate, err := config.ParseRate(*x.link)
+	rate, err := units.ParseRate(*x.link)
 	if err != nil {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-link: %v", err)
 	}
