@@ -34,6 +34,7 @@ func (m *MAC) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// String writes the address as 02:00:00:00:01:01.
 func (m MAC) String() string { return net.HardwareAddr(m).String() }
 
 // PortAddrs are a port's own addresses, each with its subnet

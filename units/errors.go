@@ -21,6 +21,7 @@ type Error struct {
 	Msg string
 }
 
+// Error writes "PATH: line N: MSG" ("line N: MSG" without a path).
 func (e *Error) Error() string {
 	if e.Path == "" {
 		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
