@@ -28,13 +28,13 @@ mac_table: {aging: 60s}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Ports[0].Name != "veth1" || c.Ports[0].RateBits != 100e6 || c.Ports[0].BufferBytes != 512<<10 {
+	if c.Ports[0].Name != "veth1" || c.Ports[0].Rate != 100e6 || c.Ports[0].Buffer != 512<<10 {
 		t.Fatalf("port 0: %+v", c.Ports[0])
 	}
-	if c.Ports[1].Name != "uplink" || c.Ports[1].RateBits != 0 || c.Ports[1].BurstBytes != 16000 || c.Ports[1].BufferBytes != DefaultBuffer {
+	if c.Ports[1].Name != "uplink" || c.Ports[1].Rate != 0 || c.Ports[1].Burst != 16000 || c.Ports[1].Buffer != DefaultBuffer {
 		t.Fatalf("port 1: %+v", c.Ports[1])
 	}
-	if c.Workers != 2 || c.Frames != DefaultFrames || c.MACTable.AgingDur.Seconds() != 60 || c.Metrics != DefaultMetrics || c.XDPMode != "auto" {
+	if c.Workers != 2 || c.Frames != DefaultFrames || c.MACTable.Aging.D().Seconds() != 60 || c.Metrics != DefaultMetrics || c.XDPMode != "auto" {
 		t.Fatalf("config: %+v", c)
 	}
 }
@@ -63,7 +63,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		"ports: [{interface: a}]\ncatchup: -1ms":                    "catchup:",
 		"ports: [{interface: a}]\ncatchup: 2s":                      "catchup: 2s out of range",
 		"ports: [{interface: a}]\ncatchup: lots":                    "catchup:",
-		"ports: {interface: a}":                                     "config:",
+		"ports: {interface: a}":                                     "ports: line 1: a mapping where a list belongs",
 		"":                                                          "empty config",
 		"ports: [":                                                  "not valid YAML",
 	}
@@ -85,13 +85,13 @@ ports:
 		t.Fatal(err)
 	}
 	// 2 x 1 Gbit/s x 100 us = 25,000 B; the second port's 2 BDPs are below 16 frames.
-	if c.Ports[0].BufferBytes != 25000 || c.Ports[1].BufferBytes != 16*1514 {
+	if c.Ports[0].Buffer != 25000 || c.Ports[1].Buffer != 16*1514 {
 		t.Fatalf("%+v", c.Ports)
 	}
-	if r := c.Ports[0].Mechs[0].Config.(*pfabric.Config).Rank; r != "gsperf" {
+	if r := c.Ports[0].Mechanisms[0].Config.(*pfabric.Config).Rank; r != "gsperf" {
 		t.Fatalf("default rank %q", r)
 	}
-	if r := c.Ports[1].Mechs[0].Config.(*pfabric.Config).Rank; r != "las" {
+	if r := c.Ports[1].Mechanisms[0].Config.(*pfabric.Config).Rank; r != "las" {
 		t.Fatalf("rank %q", r)
 	}
 }
@@ -112,11 +112,11 @@ switch_id: 9
 		t.Fatal(err)
 	}
 	p := c.Ports[0]
-	a := p.Mechs[0].Config.(*afq.Config)
-	if p.Mechs[0].Name != "afq" || a.BytesPerRound != 3000 || a.Sketch.Rows != 2 || a.Sketch.Cols != 1024 || a.ECNRounds != 4 {
+	a := p.Mechanisms[0].Config.(*afq.Config)
+	if p.Mechanisms[0].Name != "afq" || a.BytesPerRound != 3000 || a.Sketch.Rows != 2 || a.Sketch.Cols != 1024 || a.ECNRounds != 4 {
 		t.Fatalf("afq config %+v", a)
 	}
-	if p.RoleValue.String() != "fabric" || p.MACAddr.String() != "02:00:00:00:00:07" || c.SwitchID != 9 {
+	if p.Role.String() != "fabric" || p.MAC.String() != "02:00:00:00:00:07" || c.SwitchID != 9 {
 		t.Fatalf("port %+v switch %d", p, c.SwitchID)
 	}
 	// Defaults when the mechanism has no settings.
@@ -124,7 +124,7 @@ switch_id: 9
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := c.Ports[0].Mechs[0].Config.(*afq.Config); a.BytesPerRound != 1514 || a.Sketch.Rows != 4 {
+	if a := c.Ports[0].Mechanisms[0].Config.(*afq.Config); a.BytesPerRound != 1514 || a.Sketch.Rows != 4 {
 		t.Fatalf("defaults %+v", a)
 	}
 }
@@ -175,21 +175,6 @@ func TestCheckInterfaces(t *testing.T) {
 	}
 }
 
-func TestRatesAndSizes(t *testing.T) {
-	rates := map[string]uint64{"100Mbit": 100e6, "1.5Gbit": 1.5e9, "10gbps": 10e9, "500kbit": 500e3, "64000": 64000, "": 0}
-	for s, want := range rates {
-		if got, err := ParseRate(s); err != nil || got != want {
-			t.Errorf("ParseRate(%q) = %d, %v", s, got, err)
-		}
-	}
-	sizes := map[string]uint64{"1500": 1500, "64KB": 64000, "1MiB": 1 << 20, "2 MB": 2e6}
-	for s, want := range sizes {
-		if got, err := ParseSize(s); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v", s, got, err)
-		}
-	}
-}
-
 func TestShippedExamplesLoad(t *testing.T) {
 	files, _ := filepath.Glob("../configs/*.yaml")
 	if len(files) == 0 {
@@ -219,14 +204,14 @@ neighbors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Ports[0].Addrs) != 1 || c.Ports[0].Addrs[0].String() != "10.1.1.254/24" || c.Ports[1].DelayDur.Microseconds() != 50 {
+	if len(c.Ports[0].Addrs) != 1 || c.Ports[0].Addrs[0].String() != "10.1.1.254/24" || c.Ports[1].Delay.D().Microseconds() != 50 {
 		t.Fatalf("ports %+v", c.Ports)
 	}
-	r := c.RouteTable[0]
+	r := c.RouteTable()[0]
 	if r.Prefix.String() != "10.1.2.0/24" || len(r.NextHops) != 2 || r.NextHops[0].Port != 1 || r.NextHops[1].Port != 2 {
 		t.Fatalf("route %+v", r)
 	}
-	if n := c.NeighborTab[0]; n.Port != 1 || n.MAC.String() != "02:00:00:00:00:01" {
+	if n := c.NeighborTable()[0]; n.Port != 1 || n.MAC.String() != "02:00:00:00:00:01" {
 		t.Fatalf("neighbor %+v", n)
 	}
 }
@@ -234,7 +219,7 @@ neighbors:
 func TestL3ErrorsNameTheField(t *testing.T) {
 	cases := map[string]string{
 		"ports: [{interface: a, addr: 10.1.1.254}]":                                                                                              "ports[0].addr[0]",
-		"ports: [{interface: a, addr: 10.1.1.0/24}]":                                                                                             "ports[0].addr[0]: 10.1.1.0/24 is the subnet's own address",
+		"ports: [{interface: a, addr: 10.1.1.0/24}]":                                                                                             "ports[0].addr[0]: line 1: 10.1.1.0/24 is the subnet's own address",
 		"ports: [{interface: a, addr: 10.1.1.1/24}, {interface: b, addr: 10.1.1.2/25}]":                                                          "ports[1].addr[0]: 10.1.1.2/25 overlaps ports[0].addr[0]",
 		"ports: [{interface: a}]\nroutes: [{prefix: 10.0.0.0/8, via: [10.1.1.1]}]":                                                               "routes: routes need L3 ports",
 		"ports: [{interface: a, addr: 10.1.1.254/24}]\nroutes: [{prefix: 10.0.0.1/8, via: [10.1.1.1]}]":                                          "routes[0].prefix: 10.0.0.1/8 has host bits set (write 10.0.0.0/8)",
@@ -263,14 +248,14 @@ func TestSpinAndCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SpinDur != 50*time.Microsecond || c.CatchUpDur != DefaultCatchUp {
-		t.Fatalf("defaults: spin %v, catchup %v", c.SpinDur, c.CatchUpDur)
+	if c.Spin.D() != 50*time.Microsecond || c.CatchUp.D() != DefaultCatchUp {
+		t.Fatalf("defaults: spin %v, catchup %v", c.Spin, c.CatchUp)
 	}
 	c, err = Parse([]byte("ports: [{interface: a}]\nspin: 0\ncatchup: 0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SpinDur != 0 || c.CatchUpDur != 0 {
-		t.Fatalf("spin: 0, catchup: 0 read as %v, %v", c.SpinDur, c.CatchUpDur)
+	if c.Spin != 0 || c.CatchUp != 0 {
+		t.Fatalf("spin: 0, catchup: 0 read as %v, %v", c.Spin, c.CatchUp)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/gswitch/gswitch/config/units"
+	"github.com/gswitch/gswitch/units"
 )
 
 // Control configures gswitchd's control socket: a unix stream socket on
@@ -33,9 +33,8 @@ type Control struct {
 	MaxConnections int `yaml:"max_connections"`
 	// CaptureMemory bounds the mirror rings of every capture running at
 	// once, e.g. 512MiB; a capture that would need more is refused before
-	// anything is allocated. Empty: DefaultCaptureMemory; "0": no capture.
-	CaptureMemory      string `yaml:"capture_memory"`
-	CaptureMemoryBytes uint64 `yaml:"-"`
+	// anything is allocated. Default DefaultCaptureMemory; 0: no capture.
+	CaptureMemory units.Size `yaml:"capture_memory"`
 }
 
 // Defaults of the control socket's limits.
@@ -67,18 +66,8 @@ func (c *Control) validate() error {
 	if c.MaxConnections < 1 || c.MaxConnections > 4096 {
 		return fmt.Errorf("control.max_connections: %d out of range (1..4096; 0 = %d)", c.MaxConnections, DefaultControlConnections)
 	}
-	switch c.CaptureMemory {
-	case "":
-		c.CaptureMemoryBytes = DefaultCaptureMemory
-	default:
-		n, err := units.ParseSize(c.CaptureMemory)
-		if err != nil {
-			return fmt.Errorf("control.capture_memory: %v (e.g. 512MiB; 0 turns capture off)", err)
-		}
-		if n != 0 && n < 64<<10 {
-			return fmt.Errorf("control.capture_memory: %q is less than one 64KiB ring (write e.g. 512MiB, or 0 to turn capture off)", c.CaptureMemory)
-		}
-		c.CaptureMemoryBytes = n
+	if n := c.CaptureMemory; n != 0 && n < 64<<10 {
+		return fmt.Errorf("control.capture_memory: %s is less than one 64KiB ring (write e.g. 512MiB, or 0 to turn capture off)", n)
 	}
 	return nil
 }

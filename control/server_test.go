@@ -40,14 +40,14 @@ ports:
 func dpConfig(c *config.Config) dataplane.Config {
 	d := dataplane.Config{SwitchID: uint16(c.SwitchID), Workers: 1}
 	for _, p := range c.Ports {
-		pc := dataplane.PortConfig{Name: p.Name, Role: p.RoleValue, RateBits: p.RateBits, BurstBytes: p.BurstBytes, BufferBytes: p.BufferBytes,
+		pc := dataplane.PortConfig{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), BurstBytes: int64(p.Burst), BufferBytes: uint64(p.Buffer),
 			Scheduler: p.Scheduler, Queues: p.Queues, Quantum: p.Quantum, Addrs: p.Addrs}
-		for _, m := range p.Mechs {
+		for _, m := range p.Mechanisms {
 			pc.Mechanisms = append(pc.Mechanisms, dataplane.MechConfig{Name: m.Name, Config: m.Config})
 		}
 		d.Ports = append(d.Ports, pc)
 	}
-	for _, r := range c.RouteTable {
+	for _, r := range c.RouteTable() {
 		lr := l3.Route{Prefix: r.Prefix}
 		for _, nh := range r.NextHops {
 			lr.NextHops = append(lr.NextHops, l3.NextHop{IP: nh.IP, Port: uint16(nh.Port)})

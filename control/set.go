@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/units"
 )
 
 // What may change while gswitchd runs, and why the rest may not. Changing
@@ -34,11 +34,53 @@ var refusedKeys = map[string]string{
 	"dscp_map":     "classification tables are built into the scheduler when gswitchd starts",
 	"pcp_map":      "classification tables are built into the scheduler when gswitchd starts",
 	"rx_queues":    "the port's sockets are bound to its rx queues",
+	"uplink":       "mechanisms built their pause tables from it when gswitchd started",
+}
+
+// liveKey is a port key that may change while gswitchd runs: set reads
+// the operator's value with the key's parser and applies it with the
+// key's typed setter.
+type liveKey interface {
+	set(s *Server, p *dataplane.Port, pc *config.Port, req *Request, res *SetResult) error
+}
+
+// live is a liveKey whose value is a T: parse reads it (errors name the
+// key), apply makes the change and fills in the result's old and new.
+type live[T any] struct {
+	parse func(req *Request) (T, error)
+	apply func(s *Server, p *dataplane.Port, pc *config.Port, req *Request, v T, res *SetResult) error
+}
+
+func (k live[T]) set(s *Server, p *dataplane.Port, pc *config.Port, req *Request, res *SetResult) error {
+	v, err := k.parse(req)
+	if err != nil {
+		return fmt.Errorf("%s: %v", p.Name, err)
+	}
+	return k.apply(s, p, pc, req, v, res)
+}
+
+// liveKeys are the keys "set" changes, in the order SetKeys lists them:
+// rate and burst (the shaper), quantum (drr, sfq) and queue (pause or
+// resume one egress queue).
+var liveKeys = []struct {
+	name string
+	key  liveKey
+}{
+	{"rate", live[units.Rate]{parseRate, (*Server).setRateKey}},
+	{"burst", live[units.Size]{parseBurst, (*Server).setBurstKey}},
+	{"quantum", live[int]{parseQuantum, (*Server).setQuantumKey}},
+	{"queue", live[bool]{parsePause, (*Server).setQueueKey}},
 }
 
 // SetKeys are what "set" changes: rate and burst (the shaper), quantum
 // (drr, sfq) and queue (pause or resume one egress queue).
-var SetKeys = []string{"rate", "burst", "quantum", "queue"}
+var SetKeys = func() []string {
+	var names []string
+	for _, k := range liveKeys {
+		names = append(names, k.name)
+	}
+	return names
+}()
 
 // Set makes one run-time change (request keys port, key, value; queue for
 // "queue"), or says why it cannot be made while gswitchd runs.
@@ -51,86 +93,120 @@ func (s *Server) Set(req *Request) (*SetResult, error) {
 	if why, ok := refusedKeys[key]; ok {
 		return nil, fmt.Errorf("%s: %s cannot change while gswitchd runs: %s (change ports[%d].%s in the config and restart gswitchd)", p.Name, key, why, p.Index, key)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pc := &s.cfg.Ports[p.Index]
-	res := &SetResult{Port: p.Name, Key: key, Applied: true}
-	switch key {
-	case "rate", "burst":
-		rate, burst := pc.RateBits, pc.BurstBytes
-		rateStr, burstStr := pc.Rate, pc.Burst
-		v := strings.TrimSpace(req.Value)
-		if key == "rate" {
-			res.Old = rateString(pc.RateBits)
-			if v == "unlimited" || v == "0" || v == "" {
-				rate, rateStr = 0, ""
-			} else if rate, err = config.ParseRate(v); err != nil {
-				return nil, fmt.Errorf("%s: rate: %v", p.Name, err)
-			} else {
-				rateStr = v
-			}
-			res.New = rateString(rate)
-		} else {
-			res.Old = sizeString(uint64(pc.BurstBytes))
-			if v == "default" || v == "0" || v == "" {
-				burst, burstStr = 0, ""
-			} else {
-				b, err := config.ParseSize(v)
-				if err != nil {
-					return nil, fmt.Errorf("%s: burst: %v", p.Name, err)
-				}
-				burst, burstStr = int64(b), v
-			}
-			res.New = sizeString(uint64(burst))
-		}
-		if err := s.setRate(p, rate, burst); err != nil {
-			return nil, err
-		}
-		pc.Rate, pc.RateBits, pc.Burst, pc.BurstBytes = rateStr, rate, burstStr, burst
-	case "quantum":
-		q, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(req.Value, "B")))
-		if err != nil {
-			return nil, fmt.Errorf("%s: quantum: %q is not a number of bytes", p.Name, req.Value)
-		}
-		if p.Quantum() == 0 {
-			return nil, fmt.Errorf("%s: scheduler %s has no quantum (only drr and sfq have one)", p.Name, schedName(s.cfg, p.Index))
-		}
-		res.Old = strconv.Itoa(p.Quantum())
-		if err := s.sw.SetQuantum(p.Index, q); err != nil {
-			return nil, fmt.Errorf("%s: %v", p.Name, err)
-		}
-		res.New = strconv.Itoa(q)
-		pc.Quantum = q
-	case "queue":
-		sc := p.Scheduler()
-		if req.Queue < 0 || req.Queue >= sc.NumQueues() {
-			return nil, fmt.Errorf("%s: no queue %d (the port has queues 0 to %d)", p.Name, req.Queue, sc.NumQueues()-1)
-		}
-		if len(p.Mechanisms()) > 0 {
-			return nil, fmt.Errorf("%s: the pause state of its queues belongs to the mechanisms on the port (%s): pausing by hand would fight them", p.Name, strings.Join(p.Mechanisms(), ", "))
-		}
-		if n := schedName(s.cfg, p.Index); n == "rsp" {
-			return nil, fmt.Errorf("%s: the rsp scheduler's queues are rounds of a calendar: pausing one would stop the calendar", p.Name)
-		}
-		res.Key = fmt.Sprintf("queue %d", req.Queue)
-		res.Old = pauseString(sc.Paused(req.Queue))
-		switch strings.ToLower(req.Value) {
-		case "pause", "paused":
-			p.PauseQueue(req.Queue)
-		case "resume", "resumed":
-			p.ResumeQueue(req.Queue)
-		default:
-			return nil, fmt.Errorf("%s: queue %d: %q (write pause or resume)", p.Name, req.Queue, req.Value)
-		}
-		res.New = pauseString(sc.Paused(req.Queue))
-		return res, nil
-	case "":
+	if key == "" {
 		return nil, fmt.Errorf("set needs a key: one of %s", strings.Join(SetKeys, ", "))
-	default:
-		return nil, fmt.Errorf("%s: unknown key %q (set changes %s)", p.Name, req.Key, strings.Join(SetKeys, ", "))
 	}
+	for _, k := range liveKeys {
+		if k.name == key {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			res := &SetResult{Port: p.Name, Key: key, Applied: true}
+			if err := k.key.set(s, p, &s.cfg.Ports[p.Index], req, res); err != nil {
+				return nil, err
+			}
+			return res, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: unknown key %q (set changes %s)", p.Name, req.Key, strings.Join(SetKeys, ", "))
+}
+
+// The keys' parsers: each error names the key.
+
+func parseRate(req *Request) (units.Rate, error) {
+	v, err := units.ParseRate(strings.TrimSpace(req.Value)) // "", 0 and unlimited: unlimited
+	if err != nil {
+		return 0, fmt.Errorf("rate: %v", err)
+	}
+	return units.Rate(v), nil
+}
+
+func parseBurst(req *Request) (units.Size, error) {
+	v := strings.TrimSpace(req.Value)
+	if v == "default" {
+		return 0, nil
+	}
+	b, err := units.ParseSize(v) // "" and 0: the default
+	if err != nil {
+		return 0, fmt.Errorf("burst: %v", err)
+	}
+	return units.Size(b), nil
+}
+
+func parseQuantum(req *Request) (int, error) {
+	q, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(req.Value, "B")))
+	if err != nil {
+		return 0, fmt.Errorf("quantum: %q is not a number of bytes", req.Value)
+	}
+	return q, nil
+}
+
+func parsePause(req *Request) (bool, error) {
+	switch strings.ToLower(req.Value) {
+	case "pause", "paused":
+		return true, nil
+	case "resume", "resumed":
+		return false, nil
+	}
+	return false, fmt.Errorf("queue %d: %q (write pause or resume)", req.Queue, req.Value)
+}
+
+// The keys' setters.
+
+func (s *Server) setRateKey(p *dataplane.Port, pc *config.Port, _ *Request, rate units.Rate, res *SetResult) error {
+	res.Old, res.New = pc.Rate.String(), rate.String()
+	return s.applyShaper(p, pc, rate, pc.Burst, res)
+}
+
+func (s *Server) setBurstKey(p *dataplane.Port, pc *config.Port, _ *Request, burst units.Size, res *SetResult) error {
+	res.Old, res.New = sizeString(pc.Burst), sizeString(burst)
+	return s.applyShaper(p, pc, pc.Rate, burst, res)
+}
+
+// applyShaper gives the port's shaper a new rate and burst (after asking
+// its mechanisms) and records them in the running config.
+func (s *Server) applyShaper(p *dataplane.Port, pc *config.Port, rate units.Rate, burst units.Size, res *SetResult) error {
+	if err := s.setRate(p, uint64(rate), int64(burst)); err != nil {
+		return err
+	}
+	pc.Rate, pc.Burst = rate, burst
 	res.Applied = s.waitApplied(p.Index)
-	return res, nil
+	return nil
+}
+
+func (s *Server) setQuantumKey(p *dataplane.Port, pc *config.Port, _ *Request, q int, res *SetResult) error {
+	if p.Quantum() == 0 {
+		return fmt.Errorf("%s: scheduler %s has no quantum (only drr and sfq have one)", p.Name, schedName(s.cfg, p.Index))
+	}
+	res.Old = strconv.Itoa(p.Quantum())
+	if err := s.sw.SetQuantum(p.Index, q); err != nil {
+		return fmt.Errorf("%s: %v", p.Name, err)
+	}
+	res.New = strconv.Itoa(q)
+	pc.Quantum = q
+	res.Applied = s.waitApplied(p.Index)
+	return nil
+}
+
+func (s *Server) setQueueKey(p *dataplane.Port, _ *config.Port, req *Request, pause bool, res *SetResult) error {
+	sc := p.Scheduler()
+	if req.Queue < 0 || req.Queue >= sc.NumQueues() {
+		return fmt.Errorf("%s: no queue %d (the port has queues 0 to %d)", p.Name, req.Queue, sc.NumQueues()-1)
+	}
+	if len(p.Mechanisms()) > 0 {
+		return fmt.Errorf("%s: the pause state of its queues belongs to the mechanisms on the port (%s): pausing by hand would fight them", p.Name, strings.Join(p.Mechanisms(), ", "))
+	}
+	if n := schedName(s.cfg, p.Index); n == "rsp" {
+		return fmt.Errorf("%s: the rsp scheduler's queues are rounds of a calendar: pausing one would stop the calendar", p.Name)
+	}
+	res.Key = fmt.Sprintf("queue %d", req.Queue)
+	res.Old = pauseString(sc.Paused(req.Queue))
+	if pause {
+		p.PauseQueue(req.Queue)
+	} else {
+		p.ResumeQueue(req.Queue)
+	}
+	res.New = pauseString(sc.Paused(req.Queue))
+	return nil
 }
 
 // setRate changes a port's shaper after asking its mechanisms.
@@ -162,26 +238,12 @@ func (s *Server) waitApplied(port int) bool {
 	return true
 }
 
-func rateString(bits uint64) string {
-	if bits == 0 {
-		return "unlimited"
-	}
-	for _, u := range []struct {
-		d uint64
-		n string
-	}{{1e12, "Tbit"}, {1e9, "Gbit"}, {1e6, "Mbit"}, {1e3, "kbit"}} {
-		if bits >= u.d {
-			return strconv.FormatFloat(float64(bits)/float64(u.d), 'f', -1, 64) + u.n
-		}
-	}
-	return strconv.FormatUint(bits, 10) + "bit"
-}
-
-func sizeString(b uint64) string {
+// sizeString shows a burst: 0 is the shaper's default.
+func sizeString(b units.Size) string {
 	if b == 0 {
 		return "default"
 	}
-	return strconv.FormatUint(b, 10) + "B"
+	return strconv.FormatUint(uint64(b), 10) + "B"
 }
 
 func pauseString(p bool) string {
@@ -218,7 +280,7 @@ func (s *Server) Apply(nc *config.Config) *ReloadResult {
 	refuse := func(field, why string) {
 		res.Refused = append(res.Refused, fmt.Sprintf("%s: %s (restart gswitchd to change it)", field, why))
 	}
-	for _, f := range diffFields(reflect.ValueOf(*oc), reflect.ValueOf(*nc), topDerived, "ports") {
+	for _, f := range oc.Changes(nc) {
 		refuse(f, "only ports' rate, burst and quantum change while gswitchd runs")
 	}
 	if len(nc.Ports) != len(oc.Ports) {
@@ -232,7 +294,7 @@ func (s *Server) Apply(nc *config.Config) *ReloadResult {
 			refuse(field, fmt.Sprintf("port %s (%s) became %s (%s): ports are bound when gswitchd starts", op.Name, op.Interface, np.Name, np.Interface))
 			continue
 		}
-		for _, f := range diffFields(reflect.ValueOf(*op), reflect.ValueOf(*np), portDerived, "rate", "burst", "quantum") {
+		for _, f := range op.Changes(np, "rate", "burst", "quantum") {
 			why := refusedKeys[f]
 			if why == "" {
 				why = "it is set when gswitchd starts"
@@ -240,76 +302,25 @@ func (s *Server) Apply(nc *config.Config) *ReloadResult {
 			refuse(field+"."+f, why)
 		}
 		p := s.sw.Ports()[i]
-		if op.RateBits != np.RateBits || op.BurstBytes != np.BurstBytes {
-			if err := s.setRate(p, np.RateBits, np.BurstBytes); err != nil {
+		if op.Rate != np.Rate || op.Burst != np.Burst {
+			if err := s.setRate(p, uint64(np.Rate), int64(np.Burst)); err != nil {
 				res.Refused = append(res.Refused, fmt.Sprintf("%s.rate: %v", field, err))
 			} else {
-				res.Applied = append(res.Applied, fmt.Sprintf("%s.rate: %s -> %s (burst %s -> %s)", field, rateString(op.RateBits), rateString(np.RateBits), sizeString(uint64(op.BurstBytes)), sizeString(uint64(np.BurstBytes))))
-				op.Rate, op.RateBits, op.Burst, op.BurstBytes = np.Rate, np.RateBits, np.Burst, np.BurstBytes
+				res.Applied = append(res.Applied, fmt.Sprintf("%s.rate: %s -> %s (burst %s -> %s)", field, op.Rate, np.Rate, sizeString(op.Burst), sizeString(np.Burst)))
+				op.Rate, op.Burst = np.Rate, np.Burst
 			}
 		}
-		oq, nq := effQuantum(op.Quantum), effQuantum(np.Quantum)
-		if oq != nq {
+		if oq, nq := op.Quantum, np.Quantum; oq != nq {
 			if p.Quantum() == 0 {
 				refuse(field+".quantum", "the port's scheduler has no quantum")
 			} else if err := s.sw.SetQuantum(i, nq); err != nil {
 				res.Refused = append(res.Refused, fmt.Sprintf("%s.quantum: %v", field, err))
 			} else {
 				res.Applied = append(res.Applied, fmt.Sprintf("%s.quantum: %d -> %d", field, oq, nq))
-				op.Quantum = np.Quantum
+				op.Quantum = nq
 			}
 		}
 		s.waitApplied(i)
 	}
 	return res
-}
-
-func effQuantum(q int) int {
-	if q == 0 {
-		return 1514
-	}
-	return q
-}
-
-// Derived fields compared in place of the YAML string they come from (so
-// 1MB and 1000KB are no change).
-var (
-	topDerived  = map[string]string{"spin": "SpinDur", "slice": "SliceDur", "catchup": "CatchUpDur", "buffer": "BufferBytes", "alpha": "AlphaValue", "routes": "RouteTable", "neighbors": "NeighborTab"}
-	portDerived = map[string]string{"rtt": "RTTDur", "delay": "DelayDur", "addr": "Addrs", "role": "RoleValue", "mac": "MACAddr",
-		"mechanisms": "Mechs", "rate": "RateBits", "burst": "BurstBytes", "buffer": "BufferBytes", "queue_buffer": "QueueBufferBytes"}
-)
-
-// diffFields returns the YAML names of the fields of two structs of the
-// same type that differ, comparing the derived field where one is named,
-// and skipping the names in skip.
-func diffFields(a, b reflect.Value, derived map[string]string, skip ...string) []string {
-	var out []string
-	t := a.Type()
-	for i := 0; i < t.NumField(); i++ {
-		name := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-		if name == "" || name == "-" || contains(skip, name) {
-			continue
-		}
-		fa, fb := a.Field(i), b.Field(i)
-		if d, ok := derived[name]; ok {
-			fa, fb = a.FieldByName(d), b.FieldByName(d)
-		}
-		if name == "mac_table" {
-			fa, fb = reflect.ValueOf([4]any{fa.FieldByName("Size").Interface(), fa.FieldByName("PortLimit").Interface(), fa.FieldByName("AgingDur").Interface(), fa.FieldByName("MoveHoldDur").Interface()}),
-				reflect.ValueOf([4]any{fb.FieldByName("Size").Interface(), fb.FieldByName("PortLimit").Interface(), fb.FieldByName("AgingDur").Interface(), fb.FieldByName("MoveHoldDur").Interface()})
-		}
-		if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

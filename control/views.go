@@ -119,7 +119,7 @@ func schedName(cfg *config.Config, i int) string {
 			return n
 		}
 	}
-	return "fifo"
+	return sched.DefaultScheduler
 }
 
 func (s *Server) queues(name string) (*QueuesView, error) {

@@ -137,6 +137,10 @@ type PortInfo struct {
 	RateBits  uint64
 	Scheduler string
 	Queues    int
+	// Uplink says the port faces a higher tier of the fabric (leaf to
+	// spine; the port's uplink key): mechanisms whose pauses must stay
+	// up-down (BFC) take it as their default.
+	Uplink bool
 }
 
 // Instance is a mechanism running in a switch. It implements any of the
@@ -214,6 +218,17 @@ func ParseRole(s string) (Role, error) {
 	return RoleHost, fmt.Errorf("%q is not a role (use host or fabric)", s)
 }
 
+// UnmarshalText implements encoding.TextUnmarshaler (the config's role
+// key), as ParseRole.
+func (r *Role) UnmarshalText(t []byte) error {
+	v, err := ParseRole(string(t))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
 // Port is a port of the switch as a mechanism sees it when it is built.
 type Port struct {
 	Index     int
@@ -224,6 +239,7 @@ type Port struct {
 	Queues    int    // data queues of the port's scheduler
 	Scheduler string
 	DelayNs   int64 // the link's configured one-way delay
+	Uplink    bool  // the port faces a higher tier (see PortInfo.Uplink)
 	Config    any   // the mechanism's decoded config for this port; nil if not enabled here
 }
 

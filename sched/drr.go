@@ -6,9 +6,13 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "drr", New: newDRR, Summary: "deficit round robin over the queues; queue from DSCP, PCP or an earlier stage"})
-	Register(Spec{Name: "sfq", New: newSFQ, Summary: "deficit round robin with packets hashed onto the queues by their 5-tuple"})
+	Register(Spec{Name: "drr", New: newDRR, Quantum: DefaultQuantum, Summary: "deficit round robin over the queues; queue from DSCP, PCP or an earlier stage"})
+	Register(Spec{Name: "sfq", New: newSFQ, Quantum: DefaultQuantum, Summary: "deficit round robin with packets hashed onto the queues by their 5-tuple"})
 }
+
+// DefaultQuantum is drr's and sfq's quantum when the config gives none:
+// one full-size Ethernet frame (without FCS) per turn.
+const DefaultQuantum = 1514
 
 // drr is Deficit Round Robin (Shreedhar and Varghese) over the port's
 // queues, visited in index order. A queue gets Quantum bytes of credit at
@@ -20,7 +24,7 @@ func init() {
 // flow hash (stochastic fair queueing), the baseline of the AFQ paper.
 type drr struct {
 	setSched
-	cls     Classifier
+	cls     classifier
 	sfq     bool
 	quantum int
 	deficit []int
@@ -36,10 +40,11 @@ func newDRR(p Params) (Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Classify.check(p.Queues); err != nil {
+	cls, err := p.Classify.compile(p.Queues)
+	if err != nil {
 		return nil, err
 	}
-	return &drr{setSched: b, cls: p.Classify, quantum: p.Quantum, deficit: make([]int, p.Queues),
+	return &drr{setSched: b, cls: cls, quantum: p.Quantum, deficit: make([]int, p.Queues),
 		pos: p.Queues - 1, maxIter: p.Queues * (9216/p.Quantum + 2)}, nil
 }
 
@@ -57,7 +62,7 @@ func (d *drr) QueueOf(p *pkt.Packet) int {
 	if d.sfq {
 		return int(p.Hash % uint32(d.s.Len()))
 	}
-	return d.cls.queue(p, d.s.Len())
+	return d.cls.queue(p)
 }
 
 func (d *drr) Enqueue(p *pkt.Packet) queues.Drop {

@@ -143,13 +143,16 @@ type Params struct {
 	QueueBytes  uint64         // static per-queue limit (0 = PortBytes)
 	Alpha       float64        // dynamic threshold factor over the shared buffer (0 = off)
 	Buffer      *queues.Buffer // the switch's shared buffer (nil = the port's own)
-	Quantum     int            // DRR/SFQ quantum in bytes (default 1514)
+	Quantum     int            // DRR/SFQ quantum in bytes (0: the Spec's Quantum)
 	Classify    Classifier     // how prio and drr pick a queue
 
 }
 
 // DefaultQueues is the number of queues per port, as on Tofino2.
 const DefaultQueues = 32
+
+// DefaultScheduler is the scheduler of a port whose config names none.
+const DefaultScheduler = "fifo"
 
 // Factory builds a scheduler.
 type Factory func(Params) (Scheduler, error)
@@ -170,6 +173,10 @@ type Spec struct {
 	// when the config gives none, from the port's rate (bits/s, > 0) and
 	// base RTT; a port without a rate keeps the switch's default.
 	DefaultBuffer func(rateBits uint64, rtt time.Duration) uint64
+	// Quantum is the scheduler's default quantum in bytes (Params.Quantum
+	// 0) if it has one; 0: it has none (the config's quantum key does not
+	// apply to it).
+	Quantum int
 }
 
 var registry = map[string]Spec{}
@@ -199,9 +206,9 @@ func New(name string, p Params) (Scheduler, error) {
 		p.Queues = DefaultQueues
 	}
 	if p.Quantum == 0 {
-		p.Quantum = 1514
+		p.Quantum = spec.Quantum
 	}
-	if p.Quantum < 64 {
+	if p.Quantum != 0 && p.Quantum < 64 {
 		return nil, fmt.Errorf("quantum %d B is below 64 B", p.Quantum)
 	}
 	return f(p)

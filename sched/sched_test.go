@@ -91,8 +91,11 @@ func TestStrictPriorityNeverServesLower(t *testing.T) {
 		}
 	}
 	// The default map: EF (46) above best effort (0).
-	c := DefaultClassifier(8)
-	if ef, be := c.queue(&pkt.Packet{TOS: 46 << 2}, 8), c.queue(&pkt.Packet{}, 8); ef >= be {
+	c, err := DefaultClassifier(8).compile(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef, be := c.queue(&pkt.Packet{TOS: 46 << 2}), c.queue(&pkt.Packet{}); ef >= be {
 		t.Fatalf("EF in queue %d, best effort in %d", ef, be)
 	}
 }
@@ -560,7 +563,7 @@ func TestPFabricHashAllOnes(t *testing.T) {
 func TestQueueOfIsWhereEnqueuePuts(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	for _, name := range Names() {
-		for _, by := range []string{"dscp", "pcp", "queue"} {
+		for _, by := range []ClassifyBy{ByDSCP, ByPCP, ByQueue} {
 			s := mk(t, name, Params{Queues: 8, Classify: Classifier{By: by}})
 			qr, ok := s.(Queuer)
 			if !ok {

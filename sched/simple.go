@@ -38,7 +38,7 @@ func (f *fifo) Dequeue(p *pkt.Packet) bool {
 // prio is strict priority: the lowest-numbered ready queue is always served first.
 type prio struct {
 	setSched
-	cls Classifier
+	cls classifier
 }
 
 var _ Scheduler = (*prio)(nil)
@@ -48,20 +48,21 @@ func newPrio(p Params) (Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Classify.check(p.Queues); err != nil {
+	cls, err := p.Classify.compile(p.Queues)
+	if err != nil {
 		return nil, err
 	}
-	return &prio{b, p.Classify}, nil
+	return &prio{b, cls}, nil
 }
 
 func (s *prio) Enqueue(p *pkt.Packet) queues.Drop {
-	q := s.cls.queue(p, s.s.Len())
+	q := s.cls.queue(p)
 	p.Queue = uint16(q)
 	return s.s.Push(q, p)
 }
 
 // QueueOf implements Queuer.
-func (s *prio) QueueOf(p *pkt.Packet) int { return s.cls.queue(p, s.s.Len()) }
+func (s *prio) QueueOf(p *pkt.Packet) int { return s.cls.queue(p) }
 
 func (s *prio) Dequeue(p *pkt.Packet) bool {
 	q := queues.First(s.s.Ready())

@@ -17,7 +17,9 @@
 //     pick the same switches) and neighbours, and one gswitchd config per
 //     switch. The per-switch and per-port gswitchd settings of the file are
 //     opaque YAML maps merged over each other and emitted with the keys the
-//     plan computes; this package does not interpret them.
+//     plan computes (among them each port's uplink: it faces a switch of a
+//     higher tier); this package does not interpret them, and writes no
+//     mechanism's keys.
 //   - Up makes the plan real (netlink for namespaces, links, addresses,
 //     routes and neighbours; ethtool for offloads), starts one gswitchd per
 //     switch (none with UpOptions.NoSwitches: the caller runs its own on the

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gswitch/gswitch/units"
 	"gopkg.in/yaml.v3"
 )
 
@@ -658,45 +659,29 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
-// parseRate reads a bit rate such as 100Mbit, 1.5Gbit or 10gbps (the same
-// syntax gswitchd accepts); "" and "unlimited" are 0.
+// parseRate reads a link's rate as gswitchd does (units.ParseRate: 100Mbit,
+// 1.5Gbit, 10gbps; "" and "unlimited" are 0), within what a port's shaper
+// takes.
 func parseRate(field, s string) (uint64, error) {
-	if s == "" || s == "0" || s == "unlimited" {
-		return 0, nil
+	r, err := units.ParseRate(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", field, err)
 	}
-	num, unit := splitUnit(s)
-	v, err := strconv.ParseFloat(num, 64)
-	mult := map[string]float64{"": 1, "bit": 1, "bps": 1, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6, "gbit": 1e9, "gbps": 1e9, "tbit": 1e12, "tbps": 1e12}
-	m, ok := mult[strings.ToLower(unit)]
-	if err != nil || !ok || v <= 0 {
-		return 0, fmt.Errorf("%s: %q is not a rate (write e.g. 100Mbit, 1.5Gbit or 10Gbit; units are bits per second)", field, s)
-	}
-	r := v * m
-	if r < 8000 || r > 1e12 {
+	if r != 0 && r < 8000 {
 		return 0, fmt.Errorf("%s: %s out of range (8kbit to 1Tbit)", field, s)
 	}
-	return uint64(r), nil
-}
-
-func splitUnit(s string) (num, unit string) {
-	s = strings.TrimSpace(s)
-	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if i < 0 {
-		return s, ""
-	}
-	return s[:i], strings.TrimSpace(s[i:])
+	return r, nil
 }
 
 // maxDelay bounds a link's delay: the switch holds every frame that long.
 const maxDelay = time.Second
 
+// parseDelay reads a link's delay as gswitchd does (units.ParseDuration:
+// 50us, 1ms; "" is none), at most maxDelay.
 func parseDelay(field, s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s: %q is not a duration (write e.g. 0us, 50us, 1ms)", field, s)
+	d, err := units.ParseDuration(s, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", field, err)
 	}
 	if d > maxDelay {
 		return 0, fmt.Errorf("%s: %s is longer than %s (the switch holds every frame for the delay)", field, s, maxDelay)

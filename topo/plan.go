@@ -91,6 +91,10 @@ type PortPlan struct {
 	PeerAddr netip.Addr
 	PeerMAC  net.HardwareAddr
 	Link     int
+	// Uplink says the port faces a switch of a higher tier (tier 0:
+	// switches with hosts, then one more per hop): gswitchd's port key
+	// uplink, which mechanisms with up-down pauses (BFC) default to.
+	Uplink bool
 	// Keys are the merged gswitchd port keys from the file (may be nil).
 	Keys *yaml.Node
 }
@@ -259,6 +263,13 @@ func (t *Topology) Plan() (*Plan, error) {
 			}
 		}
 		p.Veths = append(p.Veths, v)
+	}
+	tiers := t.tiers()
+	for _, sp := range p.Switches {
+		for _, port := range sp.Ports {
+			_, sw := t.switches[port.Peer]
+			port.Uplink = sw && tiers[port.Peer] > tiers[sp.Name]
+		}
 	}
 	if t.Mode == ModeL2 {
 		if err := t.checkTree(); err != nil {
@@ -499,8 +510,10 @@ func seq(flow bool, vs ...*yaml.Node) *yaml.Node {
 // gswitchdConfig writes a switch's gswitchd YAML. Keys the plan computes
 // come first; keys whose value is gswitchd's default are left out (so that
 // an l2 topology needs nothing beyond an L2 switch's keys): role host, zero
-// delay, unlimited rate; in l2 mode also mac, addr, routes, neighbours, and
-// switch_id unless the file gives an id.
+// delay, unlimited rate, uplink false; in l2 mode also mac, addr, routes,
+// neighbours, and switch_id unless the file gives an id. Mechanisms' keys
+// are the file's alone: the plan sets port facts (role, uplink) that
+// mechanisms read, never their keys.
 func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 	s := t.switches[sp.Name]
 	l3 := t.Mode == ModeL3
@@ -530,7 +543,6 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 		root.Content = append(root.Content, swKeys.Content...)
 	}
 	ports := seq(false)
-	var tiers map[string]int
 	for _, port := range sp.Ports {
 		m := mapping(false)
 		set(m, "name", strScalar(port.Name))
@@ -555,15 +567,11 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 		if l3 && port.Addr.IsValid() {
 			set(m, "addr", seq(true, scalar(port.Addr.String())))
 		}
+		if port.Uplink && lookup(port.Keys, "uplink") == nil {
+			set(m, "uplink", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+		}
 		if port.Keys != nil {
-			keys := clone(port.Keys)
-			if tiers == nil {
-				tiers = t.tiers()
-			}
-			if _, sw := t.switches[port.Peer]; sw && tiers[port.Peer] > tiers[sp.Name] {
-				markUplink(keys)
-			}
-			m.Content = append(m.Content, keys.Content...)
+			m.Content = append(m.Content, clone(port.Keys).Content...)
 		}
 		ports.Content = append(ports.Content, m)
 	}
@@ -651,17 +659,4 @@ func (t *Topology) tiers() map[string]int {
 		}
 	}
 	return tier
-}
-
-// markUplink sets uplink: true in the port's BFC keys (mechanisms: bfc:)
-// when the file says neither uplink nor pause_from: a port toward a higher
-// tier is an uplink, so BFC's default pause table is up-down (a packet that
-// comes down from one spine and goes up to another never pauses its spine:
-// no cyclic buffer dependency, mech/bfc).
-func markUplink(keys *yaml.Node) {
-	b := lookup(lookup(keys, "mechanisms"), "bfc")
-	if b == nil || b.Kind != yaml.MappingNode || lookup(b, "uplink") != nil || lookup(b, "pause_from") != nil {
-		return
-	}
-	set(b, "uplink", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/mech/bfc"
 	"gopkg.in/yaml.v3"
 )
 
@@ -570,14 +572,16 @@ func TestShowText(t *testing.T) {
 }
 
 // TestBFCUplinksByTier: in a leaf-spine with BFC, a leaf's ports toward
-// the spines are uplinks (BFC's up-down pause table), a spine's are not,
-// host ports are not, and a port whose file says uplink keeps it.
+// the spines are uplinks (the port key uplink, which BFC's up-down pause
+// table defaults to), a spine's are not, host ports are not, and a port
+// whose BFC keys say uplink keeps it: the configs gswitchd loads give BFC
+// the same uplinks.
 func TestBFCUplinksByTier(t *testing.T) {
 	_, p := mustPlan(t, `
 name: upt
 mode: l3
 defaults:
-  port: {mechanisms: {bfc: {}}}
+  port: {scheduler: drr, mechanisms: {bfc: {}}}
 switches:
   leaf1: {}
   leaf2: {port: {mechanisms: {bfc: {uplink: false}}}}
@@ -596,23 +600,25 @@ links:
 `)
 	uplinks := 0
 	for _, s := range p.Switches {
-		for _, port := range portsOf(gswitchdYAML(t, s)) {
-			mechs, _ := port["mechanisms"].(map[string]any)
-			bfc, ok := mechs["bfc"].(map[string]any)
-			if !ok {
-				t.Fatalf("%s port %v: no bfc keys: %v", s.Name, port["name"], port)
+		c, err := config.Parse(s.Config)
+		if err != nil {
+			t.Fatalf("%s's config does not load: %v\n%s", s.Name, err, s.Config)
+		}
+		for i, port := range portsOf(gswitchdYAML(t, s)) {
+			faces := strings.HasPrefix(port["name"].(string), "spine") && strings.HasPrefix(s.Name, "leaf")
+			if up, set := port["uplink"]; faces != (up == true) || !faces && set {
+				t.Errorf("%s port %v: port key uplink %v (set %v), want it only toward a spine", s.Name, port["name"], up, set)
 			}
-			up, set := bfc["uplink"]
-			want := s.Name == "leaf1" && strings.HasPrefix(port["name"].(string), "spine")
-			switch {
-			case s.Name == "leaf2" && (!set || up != false):
-				t.Errorf("leaf2 port %v: uplink %v (set %v), want the file's false", port["name"], up, set)
-			case s.Name != "leaf2" && want && up != true:
-				t.Errorf("%s port %v: uplink %v, want true (toward a spine)", s.Name, port["name"], up)
-			case s.Name != "leaf2" && !want && set:
-				t.Errorf("%s port %v: uplink %v, want none", s.Name, port["name"], up)
+			pc := c.Ports[i]
+			if len(pc.Mechanisms) != 1 || pc.Mechanisms[0].Name != "bfc" {
+				t.Fatalf("%s port %s: mechanisms %v, want bfc", s.Name, pc.Name, pc.Mechanisms.Names())
 			}
-			if up == true {
+			up := *pc.Mechanisms[0].Config.(*bfc.Config).Uplink
+			want := s.Name == "leaf1" && faces
+			if up != want {
+				t.Errorf("%s port %s: bfc uplink %v, want %v (leaf2's file says false)", s.Name, pc.Name, up, want)
+			}
+			if up {
 				uplinks++
 			}
 		}

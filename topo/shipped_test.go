@@ -5,11 +5,15 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/gswitch/gswitch/config"
+	_ "github.com/gswitch/gswitch/mech/all"
 )
 
-// TestShippedTopologies loads and plans every file in topologies/ and
-// checks what each is for. They use distinct names and metrics ports, so
-// all of them can be up at once.
+// TestShippedTopologies loads and plans every file in topologies/, checks
+// that gswitchd loads each switch's config, and checks what each is for.
+// They use distinct names and metrics ports, so all of them can be up at
+// once.
 func TestShippedTopologies(t *testing.T) {
 	files, err := filepath.Glob("../topologies/*.yaml")
 	if err != nil {
@@ -48,6 +52,9 @@ func TestShippedTopologies(t *testing.T) {
 			}
 			metrics[s.Metrics] = f + " " + s.Name
 			gswitchdYAML(t, s)
+			if _, err := config.Parse(s.Config); err != nil {
+				t.Errorf("%s %s: gswitchd would refuse its config: %v", f, s.Name, err)
+			}
 		}
 		plans[filepath.Base(f)] = p
 	}

@@ -8,12 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gswitch/gswitch/config"
 	bfchost "github.com/gswitch/gswitch/perf/bfc"
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/sfc"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/udp"
+	"github.com/gswitch/gswitch/units"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -69,7 +69,7 @@ func parseClient(args []string) (*clientSetup, error) {
 	if err := udp.ParseAddrs(dsts); err != nil {
 		return nil, err
 	}
-	rb, err := config.ParseRate(*rate)
+	rb, err := units.ParseRate(*rate)
 	if err != nil || rb == 0 {
 		return nil, fmt.Errorf("-rate: %v", err)
 	}
@@ -86,7 +86,7 @@ func parseClient(args []string) (*clientSetup, error) {
 	}
 	var fixed uint64
 	if *size != "" {
-		if fixed, err = config.ParseSize(*size); err != nil || fixed == 0 {
+		if fixed, err = units.ParseSize(*size); err != nil || fixed == 0 {
 			return nil, fmt.Errorf("-size: %q is not a positive size", *size)
 		}
 	}
@@ -95,7 +95,7 @@ func parseClient(args []string) (*clientSetup, error) {
 	}
 	var iw uint64
 	if *initWin != "" {
-		if iw, err = config.ParseSize(*initWin); err != nil || iw == 0 {
+		if iw, err = units.ParseSize(*initWin); err != nil || iw == 0 {
 			return nil, fmt.Errorf("-init-window: %q is not a positive size", *initWin)
 		}
 	}
@@ -104,7 +104,7 @@ func parseClient(args []string) (*clientSetup, error) {
 		return nil, fmt.Errorf("-pace-burst: %d (at least one segment)", *paceBurst)
 	}
 	if *pace != "" {
-		if paceBits, err = config.ParseRate(*pace); err != nil || paceBits == 0 {
+		if paceBits, err = units.ParseRate(*pace); err != nil || paceBits == 0 {
 			return nil, fmt.Errorf("-pace: %q is not a positive rate", *pace)
 		}
 	}

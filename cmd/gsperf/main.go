@@ -33,11 +33,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/timescale"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/workload"
+	"github.com/gswitch/gswitch/units"
 )
 
 func main() {
@@ -165,11 +165,11 @@ func serverConfig(maxFlows int, flowBuf, totalBuf string, idle *fabricDuration) 
 	if maxFlows < 1 {
 		return udp.ServerConfig{}, fmt.Errorf("-max-flows: %d (at least 1)", maxFlows)
 	}
-	fb, err := config.ParseSize(flowBuf)
+	fb, err := units.ParseSize(flowBuf)
 	if err != nil || fb < 64<<10 || fb > most {
 		return udp.ServerConfig{}, fmt.Errorf("-flow-buffer: %q (want a size from 64KiB to 1TiB, e.g. 8MiB: a window of out-of-order segments)", flowBuf)
 	}
-	tb, err := config.ParseSize(totalBuf)
+	tb, err := units.ParseSize(totalBuf)
 	if err != nil || tb < fb || tb > most {
 		return udp.ServerConfig{}, fmt.Errorf("-total-buffer: %q (want a size from -flow-buffer (%d bytes) to 1TiB, e.g. 256MiB)", totalBuf, fb)
 	}

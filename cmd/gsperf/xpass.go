@@ -7,10 +7,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/perf/timescale"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/xpass"
+	"github.com/gswitch/gswitch/units"
 )
 
 // xpFlags are the server's ExpressPass flags (-mode xpass).
@@ -50,7 +50,7 @@ func (x *xpFlags) config(clock *clockFlags, t protocolTimers) (udp.XPassConfig, 
 	if *x.link == "" {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-link: -mode xpass needs this host's link rate, e.g. -xp-link 500Mbit")
 	}
-	fabric, err := config.ParseRate(*x.link)
+	fabric, err := units.ParseRate(*x.link)
 	if err != nil {
 		return udp.XPassConfig{}, fmt.Errorf("-xp-link: %v", err)
 	}

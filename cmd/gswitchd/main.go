@@ -39,7 +39,6 @@ import (
 	"github.com/gswitch/gswitch/dataplane/metrics"
 	"github.com/gswitch/gswitch/internal/linkwatch"
 	_ "github.com/gswitch/gswitch/mech/all"
-	"github.com/gswitch/gswitch/sched"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -91,10 +90,10 @@ func main() {
 // captureMemory is control.capture_memory for control.Options: "0" turns
 // capture off (< 0 there).
 func captureMemory(c config.Control) int64 {
-	if c.CaptureMemoryBytes == 0 {
+	if c.CaptureMemory == 0 {
 		return -1
 	}
-	return int64(c.CaptureMemoryBytes)
+	return int64(c.CaptureMemory)
 }
 
 // devices is what run sets up on the host, torn down by close.
@@ -174,22 +173,7 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	if dev.umem, err = afxdp.NewUMEM(uint32(cfg.Frames), uint32(cfg.FrameSize)); err != nil {
 		return err
 	}
-	dcfg := dataplane.Config{
-		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.AgingDur,
-		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHoldDur,
-		BusyPoll: cfg.BusyPoll, SpinTime: spinTime(cfg.SpinDur), SharedBuffer: cfg.BufferBytes, Alpha: cfg.AlphaValue, CPUs: cfg.CPUs,
-		Nice: cfg.Nice, Slice: cfg.SliceDur, CatchUp: cfg.CatchUpDur,
-	}
-	for _, r := range cfg.RouteTable {
-		lr := l3.Route{Prefix: r.Prefix}
-		for _, nh := range r.NextHops {
-			lr.NextHops = append(lr.NextHops, l3.NextHop{IP: nh.IP, Port: uint16(nh.Port)})
-		}
-		dcfg.L3.Routes = append(dcfg.L3.Routes, lr)
-	}
-	for _, n := range cfg.NeighborTab {
-		dcfg.L3.Neighbors = append(dcfg.L3.Neighbors, dataplane.L3Neighbor{IP: n.IP, MAC: [6]byte(n.MAC), Port: n.Port})
-	}
+	dcfg := switchConfig(cfg)
 	var links [][]dataplane.Link
 	var info []metrics.PortInfo
 	// The longest frame any port carries decides whether frames may span
@@ -230,27 +214,16 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 		}
 		prog := pd.prog
 		zc := pl[0].(*afxdp.Socket).ZeroCopy()
-		mac := pc.MACAddr
+		mac := net.HardwareAddr(pc.MAC)
 		if mac == nil {
 			mac = ifc.HardwareAddr
 		}
-		var mechs []dataplane.MechConfig
-		var names []string
-		for _, m := range pc.Mechs {
-			mechs = append(mechs, dataplane.MechConfig{Name: m.Name, Config: m.Config})
-			names = append(names, m.Name)
-		}
 		log.Printf("port %d %s: interface %s (ifindex %d, %s), %s, %d rx queue(s), XDP %s mode, %s, rate %s, buffer %d B, scheduler %s, mechanisms %v",
-			i, pc.Name, pc.Interface, ifc.Index, mac, pc.RoleValue, nq, prog.Mode, map[bool]string{true: "zero-copy", false: "copy mode"}[zc],
-			orUnlimited(pc.Rate), pc.BufferBytes, pc.Scheduler, names)
+			i, pc.Name, pc.Interface, ifc.Index, mac, pc.Role, nq, prog.Mode, map[bool]string{true: "zero-copy", false: "copy mode"}[zc],
+			pc.Rate, pc.Buffer, pc.Scheduler, pc.Mechanisms.Names())
 		links = append(links, pl)
 		info = append(info, metrics.PortInfo{Interface: pc.Interface, XDPMode: prog.Mode.String(), ZeroCopy: zc})
-		dcfg.Ports = append(dcfg.Ports, dataplane.PortConfig{
-			Name: pc.Name, Role: pc.RoleValue, MAC: mac, RateBits: pc.RateBits, BurstBytes: pc.BurstBytes, BufferBytes: pc.BufferBytes,
-			Scheduler: pc.Scheduler, Queues: pc.Queues, QueueBytes: pc.QueueBufferBytes, Quantum: pc.Quantum, Classify: classifier(pc),
-			Mechanisms: mechs, DelayNs: int64(pc.DelayDur), RxDelayNs: int64(pc.RxDelayDur), Addrs: pc.Addrs,
-			MaxFrame: ifc.MTU + 18,
-		})
+		dcfg.Ports = append(dcfg.Ports, portConfig(&pc, mac, ifc.MTU+18))
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)
 	if err != nil {
@@ -310,8 +283,8 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 		sw.Stop()
 		return err
 	}
-	if cfg.Nice != 0 || cfg.SliceDur != 0 {
-		log.Printf("workers at nice %d, scheduler slice %v (0: the kernel's)", cfg.Nice, cfg.SliceDur)
+	if cfg.Nice != 0 || cfg.Slice != 0 {
+		log.Printf("workers at nice %d, scheduler slice %v (0: the kernel's)", cfg.Nice, cfg.Slice)
 	}
 	if len(cfg.CPUs) > 0 {
 		log.Printf("workers pinned to CPUs %v (worker i on cpus[i mod %d])", cfg.CPUs, len(cfg.CPUs))
@@ -447,34 +420,6 @@ func queueFrames(sw *dataplane.Switch) int64 {
 	return n
 }
 
-// classifier builds the port's DSCP or PCP map: the default class-selector
-// mapping with the config's overrides.
-func classifier(pc config.Port) sched.Classifier {
-	n := pc.Queues
-	if n == 0 {
-		n = sched.DefaultQueues
-	}
-	c := sched.DefaultClassifier(n)
-	if pc.Classify == "queue" {
-		c.By = "queue"
-		return c
-	}
-	if pc.Classify == "pcp" {
-		c.By = "pcp"
-		for p := 0; p < 8; p++ {
-			c.Map[p] = uint8(min(7-p, n-1))
-		}
-		for k, v := range pc.PCPMap {
-			c.Map[k] = uint8(v)
-		}
-		return c
-	}
-	for k, v := range pc.DSCPMap {
-		c.Map[k] = uint8(v)
-	}
-	return c
-}
-
 // rxQueues counts the interface's rx queues in sysfs (1 if it cannot tell).
 func rxQueues(ifname string) int {
 	m, err := filepath.Glob(filepath.Join("/sys/class/net", ifname, "queues", "rx-*"))
@@ -482,13 +427,6 @@ func rxQueues(ifname string) int {
 		return 1
 	}
 	return len(m)
-}
-
-func orUnlimited(s string) string {
-	if s == "" {
-		return "unlimited"
-	}
-	return s
 }
 
 // rxHeadroom is what the kernel leaves at the start of a UMEM frame before
@@ -509,6 +447,43 @@ func checkMTU(i int, ifname string, mtu, frameSize int) (sg bool, err error) {
 			i, ifname, mtu, mtu+18, dataplane.MaxJumboFrame, ifname, dataplane.MaxJumboFrame-18)
 	}
 	return true, nil
+}
+
+// switchConfig is the dataplane's config for cfg, ports aside (portConfig
+// adds each once its interface is known).
+func switchConfig(cfg *config.Config) dataplane.Config {
+	d := dataplane.Config{
+		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.Aging.D(),
+		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHold.D(),
+		BusyPoll: cfg.BusyPoll, SpinTime: spinTime(cfg.Spin.D()), SharedBuffer: uint64(cfg.Buffer), Alpha: cfg.Alpha, CPUs: cfg.CPUs,
+		Nice: cfg.Nice, Slice: cfg.Slice.D(), CatchUp: cfg.CatchUp.D(),
+	}
+	for _, r := range cfg.RouteTable() {
+		lr := l3.Route{Prefix: r.Prefix}
+		for _, nh := range r.NextHops {
+			lr.NextHops = append(lr.NextHops, l3.NextHop{IP: nh.IP, Port: uint16(nh.Port)})
+		}
+		d.L3.Routes = append(d.L3.Routes, lr)
+	}
+	for _, n := range cfg.NeighborTable() {
+		d.L3.Neighbors = append(d.L3.Neighbors, dataplane.L3Neighbor{IP: n.IP, MAC: [6]byte(n.MAC), Port: n.Port})
+	}
+	return d
+}
+
+// portConfig is the dataplane's config of port pc, whose own MAC is mac
+// and whose link takes frames up to maxFrame bytes.
+func portConfig(pc *config.Port, mac net.HardwareAddr, maxFrame int) dataplane.PortConfig {
+	var mechs []dataplane.MechConfig
+	for _, m := range pc.Mechanisms {
+		mechs = append(mechs, dataplane.MechConfig{Name: m.Name, Config: m.Config})
+	}
+	return dataplane.PortConfig{
+		Name: pc.Name, Role: pc.Role, MAC: mac, RateBits: uint64(pc.Rate), BurstBytes: int64(pc.Burst), BufferBytes: uint64(pc.Buffer),
+		Scheduler: pc.Scheduler, Queues: pc.Queues, QueueBytes: uint64(pc.QueueBuffer), Quantum: pc.Quantum, Classify: pc.Classifier(),
+		Mechanisms: mechs, DelayNs: int64(pc.Delay), RxDelayNs: int64(pc.RxDelay), Addrs: pc.Addrs,
+		MaxFrame: maxFrame,
+	}
 }
 
 // spinTime is the dataplane's SpinTime for the spin key: "spin: 0" means

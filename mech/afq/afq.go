@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/gswitch/gswitch/config/units"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/units"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

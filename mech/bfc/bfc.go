@@ -170,7 +170,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			continue
 		}
 		c := mp.Config.(*Config)
-		if err := c.Validate(mech.PortInfo{Name: mp.Name, Role: mp.Role, RateBits: mp.RateBits, Scheduler: mp.Scheduler, Queues: mp.Queues}); err != nil {
+		if err := c.Validate(mech.PortInfo{Name: mp.Name, Role: mp.Role, RateBits: mp.RateBits, Scheduler: mp.Scheduler, Queues: mp.Queues, Uplink: mp.Uplink}); err != nil {
 			return nil, fmt.Errorf("port %s: %w", mp.Name, err)
 		}
 		cfgs[i] = c
@@ -183,7 +183,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		if c == nil {
 			continue
 		}
-		s := &port{idx: i, name: mp.Name, uplink: c.Uplink, worker: sw.EgressWorker(i), sch: sw.Scheduler(i),
+		s := &port{idx: i, name: mp.Name, uplink: *c.Uplink, worker: sw.EgressWorker(i), sch: sw.Scheduler(i),
 			nq: sw.Scheduler(i).NumQueues(), thFixed: uint64(c.Th), thFloor: uint64(c.ThFloor), rng: uint64(i)*0x9e3779b97f4a7c15 + 1,
 			seed: uint32(i)*0x85ebca6b + uint32(sw.ID())*0xc2b2ae35 + 1}
 		copy(s.mac[:], mp.MAC)

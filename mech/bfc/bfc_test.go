@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/gswitch/gswitch/config/units"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/mech/bfc"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/units"
 	"github.com/gswitch/gswitch/wire"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gswitch/gswitch/config/units"
 	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/units"
 )
 
 // Queue assignment strategies (config key assign).
@@ -69,7 +69,8 @@ type Config struct {
 	// Uplink marks a port toward a higher tier (leaf to spine). Packets
 	// that come in on an uplink and leave through an uplink never pause
 	// their upstream (up-down routing: no cyclic buffer dependency).
-	Uplink bool `yaml:"uplink"`
+	// Unset (nil): the port's own uplink key (mech.PortInfo.Uplink).
+	Uplink *bool `yaml:"uplink"`
 	// PauseFrom, when set, lists the ingress ports whose upstream may be
 	// paused for packets queued at this port, replacing the uplink rule.
 	PauseFrom []string `yaml:"pause_from"`
@@ -105,6 +106,10 @@ func (c *Config) Validate(p mech.PortInfo) error {
 	case PeerNone:
 	default:
 		return fmt.Errorf("peer: %q (use bfc, host or none)", c.Peer)
+	}
+	if c.Uplink == nil {
+		up := p.Uplink
+		c.Uplink = &up
 	}
 	if c.Budget == 0 {
 		c.Budget = units.Duration(DefaultBudget)

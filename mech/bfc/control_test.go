@@ -267,11 +267,12 @@ func TestSingleAndStochastic(t *testing.T) {
 // an uplink never pause their upstream (no cyclic buffer dependency in a
 // leaf-spine); from a downlink they do. pause_from replaces the rule.
 func TestElisionUpDown(t *testing.T) {
+	uplink := true
 	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
-		{Name: "spine1", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{Uplink: true})},
+		{Name: "spine1", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{Uplink: &uplink})},
 		{Name: "down", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
 		{Name: "spine2", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, RateBits: 100e6, BurstBytes: 1538,
-			Mechanisms: mechs(&bfc.Config{Uplink: true, Th: 2 * wireLen})},
+			Mechanisms: mechs(&bfc.Config{Uplink: &uplink, Th: 2 * wireLen})},
 		{Name: "host", Scheduler: "drr", Queues: 8, RateBits: 100e6, BurstBytes: 1538,
 			Mechanisms: mechs(&bfc.Config{Th: 2 * wireLen, PauseFrom: []string{"down"}})},
 	}}

@@ -107,10 +107,11 @@
 // in a leaf-spine a packet that comes down from one spine and goes up to
 // another never pauses its spine (up-down routing has no cyclic buffer
 // dependency). pause_from on an egress port lists the ingress ports that
-// may be paused for it instead. Fabrics brought up by package topo get
-// uplink: true on every BFC port toward a higher tier (tiers counted from
-// the switches with hosts), unless the file sets uplink or pause_from, so a
-// leaf-spine is up-down without a word in the file.
+// may be paused for it instead. BFC's uplink key defaults to the port's own
+// uplink key (ports[i].uplink, mech.PortInfo.Uplink); fabrics brought up by
+// package topo set that on every port toward a higher tier (tiers counted
+// from the switches with hosts), so a leaf-spine is up-down without a word
+// in the file.
 //
 // # Config (per port, under mechanisms: bfc:)
 //
@@ -124,7 +125,7 @@
 //	bitmap_period: 0     # 0 = 4 x HRTT within [100us, 1ms]
 //	watchdog: 0          # 0 = 3 x bitmap_period, at least 200ms
 //	flow_table: 0        # 0 = 100 x queues
-//	uplink: false        # toward a higher tier: uplink -> uplink never pauses
+//	uplink:              # toward a higher tier: uplink -> uplink never pauses (default: the port's uplink key)
 //	pause_from: []       # ingress ports that may be paused for this port (replaces the uplink rule)
 //
 // # Metrics

@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/gswitch/gswitch/config/units"
 	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/units"
 )
 
 // Mode selects where SFC triggers a BTS on a port (the paper's variants,

@@ -2,8 +2,17 @@
 // files, with bounds that keep them from overflowing the arithmetic they feed
 // (bytes x 1e9 in the shaper, rates x time in thresholds).
 //
-// The YAML types (Size, Rate, Duration) let a mechanism's config struct take
-// "64KB", "1Gbit" or "50us" and get an error that says what is accepted.
+// The YAML types (Size, Rate, Duration) decode straight from a YAML scalar:
+// a config struct takes "64KB", "1Gbit" or "50us" in a field of that type.
+// They refuse a list or a mapping (never a silent 0), leave the field as it
+// was for an empty string (the field's default, set before decoding), and
+// fail with an *Error that carries the value's line; the config loader
+// adds the key's path (At), so that an operator reads
+//
+//	ports[1].mechanisms.bfc.hrtt: line 14: "5 us" is not a duration (write e.g. 50us, 2ms, 300s)
+//
+// The package sits below every other package of gswitch: it imports
+// nothing of the project.
 package units
 
 import (
@@ -94,25 +103,68 @@ type Size uint64
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (z *Size) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseSize(n.Value)
-	if err != nil {
+	s, err := Scalar(n, "a size", "1500, 64KB, 1MiB")
+	if err != nil || s == "" {
 		return err
+	}
+	v, err := ParseSize(s)
+	if err != nil {
+		return Errorf(n, "%v", err)
 	}
 	*z = Size(v)
 	return nil
 }
 
-// Rate is a bit rate in YAML: 100Mbit, 1Gbit.
+// String writes the size in the largest unit that divides it (64KB, 1MiB,
+// 1500B): what an operator would write.
+func (z Size) String() string {
+	v := uint64(z)
+	if v == 0 {
+		return "0B"
+	}
+	for _, u := range []struct {
+		d uint64
+		n string
+	}{{1 << 40, "TiB"}, {1e12, "TB"}, {1 << 30, "GiB"}, {1e9, "GB"}, {1 << 20, "MiB"}, {1e6, "MB"}, {1 << 10, "KiB"}, {1e3, "KB"}} {
+		if v%u.d == 0 {
+			return strconv.FormatUint(v/u.d, 10) + u.n
+		}
+	}
+	return strconv.FormatUint(v, 10) + "B"
+}
+
+// Rate is a bit rate in YAML: 100Mbit, 1Gbit; 0 is unlimited.
 type Rate uint64
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseRate(n.Value)
-	if err != nil {
+	s, err := Scalar(n, "a rate", "100Mbit, 1.5Gbit or 10Gbit")
+	if err != nil || s == "" {
 		return err
+	}
+	v, err := ParseRate(s)
+	if err != nil {
+		return Errorf(n, "%v", err)
 	}
 	*r = Rate(v)
 	return nil
+}
+
+// String writes the rate as 100Mbit or 1.5Gbit ("unlimited" for 0).
+func (r Rate) String() string {
+	bits := uint64(r)
+	if bits == 0 {
+		return "unlimited"
+	}
+	for _, u := range []struct {
+		d uint64
+		n string
+	}{{1e12, "Tbit"}, {1e9, "Gbit"}, {1e6, "Mbit"}, {1e3, "kbit"}} {
+		if bits >= u.d {
+			return strconv.FormatFloat(float64(bits)/float64(u.d), 'f', -1, 64) + u.n
+		}
+	}
+	return strconv.FormatUint(bits, 10) + "bit"
 }
 
 // Duration is a duration in YAML: 50us, 2ms.
@@ -120,10 +172,20 @@ type Duration time.Duration
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseDuration(n.Value, 0)
-	if err != nil {
+	s, err := Scalar(n, "a duration", "50us, 2ms, 300s")
+	if err != nil || s == "" {
 		return err
+	}
+	v, err := ParseDuration(s, 0)
+	if err != nil {
+		return Errorf(n, "%v", err)
 	}
 	*d = Duration(v)
 	return nil
 }
+
+// String writes the duration as time.Duration does (50µs, 2ms).
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

@@ -1,0 +1,49 @@
+// Package config reads and validates gswitchd's YAML configuration.
+//
+// # Typed once
+//
+// Every key decodes straight into a field of its own type: sizes, rates and
+// durations into package units' types, the port's role into mech.Role,
+// classify into sched.ClassifyBy, MACs into MAC, addresses and prefixes
+// into net/netip values, a port's mechanisms into Mechanisms (each
+// mechanism's settings decoded into the value its mech.Spec.Config made).
+// No field holds the YAML text beside its value: what Parse returns is
+// what gswitchd runs.
+//
+// What depends on several fields is computed by methods, never stored
+// twice: Config.RouteTable and Config.NeighborTable resolve the routes'
+// next hops and the static neighbours to the ports whose subnets hold them;
+// Port.Classifier builds the port's classification map for the scheduler;
+// Mechanisms.Names lists a port's mechanisms.
+//
+// # Defaults
+//
+// Each default has one owner. The switch's are in this package, in
+// defaults.go: Parse starts from Defaults (and each port from its port
+// defaults) and decodes the file over it, so a key the file leaves out
+// keeps its default and a key the file sets to 0 means 0 (spin: 0 does not
+// spin; catchup: 0 makes up no time). Where a key documents 0 or "" as
+// "the default" (frames: 0, xdp_mode: ""), validation puts the default
+// back. The scheduler's defaults belong to package sched (its name,
+// sched.DefaultScheduler; its quantum and its buffer, in its sched.Spec),
+// a mechanism's to its mech.Spec.Config. After Parse every field holds the
+// value in force (a port's name, scheduler, queues, quantum, buffer and
+// classification filled in), so that callers and a reload compare values,
+// not spellings: 5000us is no change from the default 5ms.
+//
+// # Checks
+//
+// Every check runs once, here: the keys and the values' shapes while
+// decoding, the ranges and the relations between keys (a mechanism and
+// its port's scheduler, routes and the ports' subnets) in validation,
+// including each mechanism's own Validate with what it may know of its
+// port (mech.PortInfo). Check adds the checks that need the host (do the
+// interfaces exist).
+//
+// # Errors
+//
+// Every error names the key as a path like ports[1].rate, the value, and
+// what would be accepted; errors found while decoding also give the line:
+//
+//	ports[1].mechanisms.bfc.hrtt: line 14: "5 us" is not a duration (write e.g. 50us, 2ms, 300s)
+package config
