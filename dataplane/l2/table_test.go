@@ -339,6 +339,9 @@ func TestMoveIntoFullPort(t *testing.T) {
 func TestDeadEntriesCountUntilRetired(t *testing.T) {
 	tb := mustNew(t, Config{Size: 4096, Aging: 10 * sec, Ports: 2, PortLimit: 1})
 	tb.Learn(0xa1, 0, 0)
+	if err := reachable(tb, 0xa2, first(tb, 0xa1)); err == "" {
+		t.Fatal("the test key puts 0xa1 on 0xa2's path")
+	}
 	if r := tb.Learn(0xa2, 0, 20*sec); r != PortFull {
 		t.Fatalf("before Sweep: %v", r) // 0xa1 is dead but not on 0xa2's path
 	}

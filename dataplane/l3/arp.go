@@ -183,6 +183,9 @@ func (n *Neighbors) arp(ip uint32, val uint64, port uint16, kind ARPKind, now in
 	if !n.write(cand, ck, ip, val, now, stLearnt) {
 		return 0, true
 	}
+	if writtenHook != nil {
+		writtenHook(cand)
+	}
 	// Another writer may have put ip on a path at the same time. The copy
 	// ranked first (the first path before the second, on one path the
 	// place nearer its start) stays: ours yields to an earlier one, and
@@ -301,6 +304,10 @@ func (n *Neighbors) known(s *nslot, k uint64, ip uint32, val uint64, port uint16
 // matched a key and before it reads the value: tests use them to play
 // another worker rewriting the slot at that instant.
 var knownHook, lookupHook func()
+
+// writtenHook, if set (by tests only), runs in ARP4 after it wrote a new
+// entry into slot s and before it looks for other copies of the address.
+var writtenHook func(s *nslot)
 
 // allow takes one binding from port's budget at now, if there is one
 // (a generic cell rate algorithm: the budget's state is the time at which
