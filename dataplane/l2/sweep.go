@@ -17,10 +17,9 @@ func (t *Table) Sweep(now int64) {
 			continue
 		}
 		if k != retired {
-			if now-s.seen.Load() <= t.aging || !s.key.CompareAndSwap(k, retired) {
+			if now-s.seen.Load() <= t.aging || !t.retire(uint64(i), k) {
 				continue
 			}
-			t.release(uint16(k) - 1)
 			t.retiredN.Add(1)
 		}
 		next := &t.slots[(uint64(i)+1)&t.mask].key
@@ -55,8 +54,8 @@ func (t *Table) Flush(port uint16) {
 	for i := range t.slots {
 		s := &t.slots[i]
 		k := s.key.Load()
-		if k != 0 && k&0xffff == f && s.key.CompareAndSwap(k, retired) {
-			t.release(port)
+		if k != 0 && k&0xffff == f {
+			t.retire(uint64(i), k)
 		}
 	}
 }

@@ -85,7 +85,13 @@ type slot struct {
 	key   atomic.Uint64
 	seen  atomic.Int64
 	moved atomic.Int64
-	_     uint64 // 32 bytes: no slot straddles a cache line
+	// over counts, for the MACs whose first path starts at this slot,
+	// their entries on their second path (live or dead, not retired): a
+	// lookup that misses on a first path looks at the second only when
+	// the count at its start is not zero. It is raised before such an
+	// entry's key is written and lowered after the key is retired, so it
+	// is never below the entries there.
+	over atomic.Int64 // (and 32 bytes: no slot straddles a cache line)
 }
 
 type count struct {
@@ -148,43 +154,59 @@ func New(c Config) (*Table, error) {
 // path (span 0) both are the same.
 func (t *Table) homes(mac uint64) (a, b uint64) {
 	h := mix(&t.sub, mac)
-	a = h & t.mask
 	if t.span == 0 {
-		return a, a
+		return h & t.mask, h & t.mask
 	}
-	return a, (a + maxProbe + (h>>32)*t.span>>32) & t.mask
+	return h & t.mask, t.second(h)
+}
+
+// second is the first slot of the second path of a MAC whose hash is h
+// (with two paths). The hot paths compute it only when they need it.
+func (t *Table) second(h uint64) uint64 {
+	return (h + maxProbe + (h>>32)*t.span>>32) & t.mask
 }
 
 // Lookup returns the port that mac (48 bits) was last seen on, if its entry
 // is live at now. It writes nothing.
 func (t *Table) Lookup(mac uint64, now int64) (port uint16, ok bool) {
 	mac &= macMask
-	a, b := t.homes(mac)
-	port, ok, hit := t.lookup(mac, a, now)
-	if hit || t.span == 0 {
-		return port, ok
+	h := mix(&t.sub, mac)
+	// The first path, written out here: most lookups end on it.
+	for p := uint64(0); p < t.probe; p++ {
+		s := &t.slots[(h+p)&t.mask]
+		k := s.key.Load()
+		if k == 0 {
+			break
+		}
+		if k>>16 == mac && uint16(k) < special {
+			if now-s.seen.Load() > t.aging {
+				return 0, false
+			}
+			return uint16(k) - 1, true
+		}
 	}
-	port, ok, _ = t.lookup(mac, b, now)
-	return port, ok
+	if t.span == 0 || t.slots[h&t.mask].over.Load() == 0 {
+		return 0, false
+	}
+	return t.lookup(mac, t.second(h), now)
 }
 
-// lookup looks for mac on the path from home; hit says it found the MAC,
-// live or dead, so that the other path need not be looked at.
-func (t *Table) lookup(mac, home uint64, now int64) (port uint16, ok, hit bool) {
+// lookup looks for mac on the path from home.
+func (t *Table) lookup(mac, home uint64, now int64) (port uint16, ok bool) {
 	for p := uint64(0); p < t.probe; p++ {
 		s := &t.slots[(home+p)&t.mask]
 		k := s.key.Load()
 		if k == 0 {
-			return 0, false, false
+			return 0, false
 		}
 		if k>>16 == mac && uint16(k) < special {
 			if now-s.seen.Load() > t.aging {
-				return 0, false, true
+				return 0, false
 			}
-			return uint16(k) - 1, true, true
+			return uint16(k) - 1, true
 		}
 	}
-	return 0, false, false
+	return 0, false
 }
 
 // Learn records that mac (48 bits) was seen on port at now and says what it
@@ -196,13 +218,20 @@ func (t *Table) Learn(mac uint64, port uint16, now int64) Result {
 	}
 	mac &= macMask
 	want := mac<<16 | (uint64(port) + 1)
-	a, b := t.homes(mac)
+	h := mix(&t.sub, mac)
+	a := h & t.mask
 	// Fast path, the common case: a live entry on this port, recently refreshed.
-	if fresh, hit := t.fresh(mac, want, a, now); fresh {
+	fresh, hit := t.fresh(mac, want, a, now)
+	if fresh {
 		return Refreshed
-	} else if !hit && t.span != 0 {
-		if fresh, _ = t.fresh(mac, want, b, now); fresh {
-			return Refreshed
+	}
+	b := a
+	if t.span != 0 {
+		b = t.second(h)
+		if !hit && t.slots[a].over.Load() != 0 {
+			if fresh, _ = t.fresh(mac, want, b, now); fresh {
+				return Refreshed
+			}
 		}
 	}
 	for n := 0; n < maxAttempts; n++ {
@@ -242,7 +271,6 @@ func (t *Table) fresh(mac, want, home uint64, now int64) (fresh, hit bool) {
 // first stays: any place on the first path ranks before any on the second,
 // and on one path the place nearer its start ranks first.
 func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result, again bool) {
-	var victim *slot
 	var vkey, vhome, vp uint64
 	found := false
 	for path := 0; path < 2; path++ {
@@ -259,13 +287,13 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 			if k == 0 {
 				// The MAC is nowhere further along this path.
 				if !found {
-					victim, vkey, vhome, vp, found = s, 0, home, p, true
+					vkey, vhome, vp, found = 0, home, p, true
 				}
 				break
 			}
 			if k == retired {
 				if !found {
-					victim, vkey, vhome, vp, found = s, k, home, p, true
+					vkey, vhome, vp, found = k, home, p, true
 				}
 				continue
 			}
@@ -273,10 +301,10 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 				continue
 			}
 			if k>>16 == mac {
-				return t.known(s, k, want, port, now)
+				return t.known((home+p)&t.mask, k, want, port, now)
 			}
 			if !found && now-s.seen.Load() > t.aging {
-				victim, vkey, vhome, vp, found = s, k, home, p, true
+				vkey, vhome, vp, found = k, home, p, true
 			}
 		}
 	}
@@ -284,13 +312,14 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 		t.tableFull.Add(1)
 		return TableFull, false
 	}
+	vi := (vhome + vp) & t.mask
+	victim := &t.slots[vi]
 	if vkey != 0 && vkey != retired {
 		// A dead entry: retire it first (freeing its port's count), so
 		// that nobody ever sees the new key with the old entry's times.
-		if !victim.key.CompareAndSwap(vkey, retired) {
+		if !t.retire(vi, vkey) {
 			return 0, true
 		}
-		t.release(uint16(vkey) - 1)
 		t.retiredN.Add(1)
 		vkey = retired
 	}
@@ -302,12 +331,19 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 	// first, so the entry is live the moment its key appears.
 	victim.seen.Store(now)
 	victim.moved.Store(never)
+	second := t.span != 0 && vhome == b
+	if second {
+		t.slots[a].over.Add(1)
+	}
 	if !victim.key.CompareAndSwap(vkey, want) {
 		t.unreserve(port)
+		if second {
+			t.slots[a].over.Add(-1)
+		}
 		return 0, true
 	}
 	if claimHook != nil {
-		claimHook((vhome + vp) & t.mask)
+		claimHook(vi)
 	}
 	// Walk back to the path's start. Sweep's marks are undone; an empty
 	// slot means Sweep may have cut our slot off; an earlier copy of the
@@ -323,14 +359,13 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 			k = s.key.Load()
 		}
 		if k == 0 || k>>16 == mac && uint16(k) < special {
-			t.drop(victim, want)
+			t.retire(vi, want)
 			return 0, true // the next attempt finds the other copy or a free slot
 		}
 	}
-	second := t.span != 0 && vhome == b
-	if second && t.has(mac, a, 0, nil) {
+	if second && t.has(mac, a) {
 		// A copy on the first path wins over ours.
-		t.drop(victim, want)
+		t.retire(vi, want)
 		return 0, true
 	}
 	// Later copies of the MAC lose to ours: further along our path, and
@@ -338,33 +373,42 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 	// inserts one of those after this walk passed it finds ours on its own
 	// walk and gives up: each walk reads the other's slot after writing its
 	// own, so at least one of the two sees the other.)
-	t.has(mac, vhome, vp+1, victim)
+	t.dropLater(mac, vhome, vp+1)
 	if t.span != 0 && !second {
-		t.has(mac, b, 0, victim)
+		t.dropLater(mac, b, 0)
 	}
 	t.learned.Add(1)
 	return Learned, false
 }
 
 // has reports whether the path from home holds a live key of mac (any
-// port) from position from up to its first empty slot. With drop set it
-// retires every such key it meets instead (drop is the caller's own slot,
-// never touched).
-func (t *Table) has(mac, home, from uint64, drop *slot) bool {
-	for p := from; p < t.probe; p++ {
-		s := &t.slots[(home+p)&t.mask]
-		k := s.key.Load()
+// port) before its first empty slot.
+func (t *Table) has(mac, home uint64) bool {
+	for p := uint64(0); p < t.probe; p++ {
+		k := t.slots[(home+p)&t.mask].key.Load()
 		if k == 0 {
 			return false
 		}
-		if k>>16 == mac && uint16(k) < special && s != drop {
-			if drop == nil {
-				return true
-			}
-			t.dropMAC(s, mac)
+		if k>>16 == mac && uint16(k) < special {
+			return true
 		}
 	}
 	return false
+}
+
+// dropLater retires every key of mac (any port) on the path from home,
+// from position from up to the first empty slot.
+func (t *Table) dropLater(mac, home, from uint64) {
+	for p := from; p < t.probe; p++ {
+		i := (home + p) & t.mask
+		k := t.slots[i].key.Load()
+		if k == 0 {
+			return
+		}
+		if k>>16 == mac && uint16(k) < special {
+			t.dropMAC(i, mac)
+		}
+	}
 }
 
 // claimHook, if set (by tests only), runs after a learner claims a slot,
@@ -376,8 +420,9 @@ var claimHook func(slot uint64)
 // of a retired slot empty, before it marks the slot.
 var clearHook func(slot uint64)
 
-// known handles a MAC found in slot s with key k.
-func (t *Table) known(s *slot, k, want uint64, port uint16, now int64) (Result, bool) {
+// known handles a MAC found in slot i with key k.
+func (t *Table) known(i, k, want uint64, port uint16, now int64) (Result, bool) {
+	s := &t.slots[i]
 	seen := s.seen.Load()
 	live := now-seen <= t.aging
 	if k == want {
@@ -395,8 +440,7 @@ func (t *Table) known(s *slot, k, want uint64, port uint16, now int64) (Result, 
 	if !live {
 		// A dead entry on another port: retire it; the next attempt
 		// learns the MAC afresh on this port.
-		if s.key.CompareAndSwap(k, retired) {
-			t.release(old)
+		if t.retire(i, k) {
 			t.retiredN.Add(1)
 		}
 		return 0, true
@@ -452,22 +496,31 @@ func (t *Table) reserve(port uint16) bool {
 func (t *Table) unreserve(port uint16) { t.held[port].n.Add(-1) }
 func (t *Table) release(port uint16)   { t.held[port].n.Add(-1) }
 
-// drop retires slot s if it still holds key k (a key of ours).
-func (t *Table) drop(s *slot, k uint64) {
-	if s.key.CompareAndSwap(k, retired) {
-		t.release(uint16(k) - 1)
+// retire turns the key of slot i from k (a MAC's entry) into the retired
+// mark, and if that worked frees the port's count and, for an entry on its
+// second path, the overflow count at its first path's start.
+func (t *Table) retire(i, k uint64) bool {
+	if !t.slots[i].key.CompareAndSwap(k, retired) {
+		return false
 	}
+	t.release(uint16(k) - 1)
+	if t.span != 0 {
+		h := mix(&t.sub, k>>16)
+		if (i-t.second(h))&t.mask < t.probe {
+			t.slots[h&t.mask].over.Add(-1)
+		}
+	}
+	return true
 }
 
-// dropMAC retires slot s if it holds mac, on whatever port.
-func (t *Table) dropMAC(s *slot, mac uint64) {
+// dropMAC retires slot i if it holds mac, on whatever port.
+func (t *Table) dropMAC(i, mac uint64) {
 	for {
-		k := s.key.Load()
+		k := t.slots[i].key.Load()
 		if k>>16 != mac || k == 0 || uint16(k) >= special {
 			return
 		}
-		if s.key.CompareAndSwap(k, retired) {
-			t.release(uint16(k) - 1)
+		if t.retire(i, k) {
 			return
 		}
 	}

@@ -35,6 +35,7 @@ func mustNew(t testing.TB, c Config) *Table {
 func checkTable(t *testing.T, tb *Table, quiescent bool) []int {
 	t.Helper()
 	held := make([]int, len(tb.held))
+	over := make([]int64, len(tb.slots))
 	at := map[uint64]int{}
 	for i := range tb.slots {
 		k := tb.slots[i].key.Load()
@@ -56,6 +57,14 @@ func checkTable(t *testing.T, tb *Table, quiescent bool) []int {
 		at[mac] = i
 		if err := reachable(tb, mac, uint64(i)); err != "" {
 			t.Error(err)
+		}
+		if a, ok := onSecond(tb, mac, uint64(i)); ok {
+			over[a]++
+		}
+	}
+	for i, n := range over {
+		if c := tb.slots[i].over.Load(); c < n || quiescent && c != n {
+			t.Errorf("slot %d: overflow count %d, entries on their second path that start here %d", i, c, n)
 		}
 	}
 	for p := range held {
@@ -443,6 +452,9 @@ func macHomedAt(tb *Table, i, not uint64) uint64 {
 // occupy writes a live entry into slot i as a worker's claim would.
 func occupy(tb *Table, i, mac uint64, port uint16, now int64) {
 	tb.held[port].n.Add(1)
+	if a, ok := onSecond(tb, mac, i); ok {
+		tb.slots[a].over.Add(1)
+	}
 	s := &tb.slots[i]
 	s.seen.Store(now)
 	s.moved.Store(never)
@@ -452,8 +464,18 @@ func occupy(tb *Table, i, mac uint64, port uint16, now int64) {
 // vacate takes the entry (of port 0) out of slot i as Sweep would: retired,
 // marked for clearing, or cleared, as key says.
 func vacate(tb *Table, i, key uint64) {
+	if a, ok := onSecond(tb, tb.slots[i].key.Load()>>16, i); ok {
+		tb.slots[a].over.Add(-1)
+	}
 	tb.slots[i].key.Store(key)
 	tb.held[0].n.Add(-1)
+}
+
+// onSecond reports whether slot i is on mac's second path, and where its
+// first path starts.
+func onSecond(tb *Table, mac, i uint64) (first uint64, ok bool) {
+	a, b := tb.homes(mac)
+	return a, tb.span != 0 && (i-b)&tb.mask < tb.probe
 }
 
 // TestClaimCutOffBySweep: the MAC in front of our slot dies and Sweep

@@ -196,11 +196,16 @@ func NewNeighbors(size int, ttl int64, opts ...Option) (*Neighbors, error) {
 // writers' walks rely on. With one path (span 0) both are the same.
 func (n *Neighbors) homes(ip uint32) (a, b uint64) {
 	h := mix(&n.sub, uint64(ip))
-	a = h & n.mask
 	if n.span == 0 {
-		return a, a
+		return h & n.mask, h & n.mask
 	}
-	return a, (a + neighProbe + (h>>32)*n.span>>32) & n.mask
+	return h & n.mask, n.second(h)
+}
+
+// second is the first slot of the second path of an address whose hash
+// is h (with two paths). Lookup4 computes it only when it needs it.
+func (n *Neighbors) second(h uint64) uint64 {
+	return (h + neighProbe + (h>>32)*n.span>>32) & n.mask
 }
 
 // reqIndex is the slot of ip in the table of outstanding requests.
@@ -352,11 +357,11 @@ func (n *Neighbors) write(s *nslot, k uint64, ip uint32, val uint64, seen int64,
 // writes nothing, takes no lock and allocates nothing. An entry being
 // rewritten at that instant may read as absent (after a few tries).
 func (n *Neighbors) Lookup4(ip uint32, now int64) (mac [6]byte, port uint16, ok bool) {
-	a, b := n.homes(ip)
+	h := mix(&n.sub, uint64(ip))
 	for range maxAttempts {
-		v, found, hit, again := n.lookup(ip, a, now)
+		v, found, hit, again := n.lookup(ip, h, now)
 		if !hit && !again && n.span != 0 {
-			v, found, _, again = n.lookup(ip, b, now)
+			v, found, _, again = n.lookup(ip, n.second(h), now)
 		}
 		if !again {
 			if found {
@@ -368,8 +373,9 @@ func (n *Neighbors) Lookup4(ip uint32, now int64) (mac [6]byte, port uint16, ok 
 	return mac, 0, false
 }
 
-// lookup looks for ip on the path from h; hit says it found the address
-// (live or expired), so that the other path need not be looked at.
+// lookup looks for ip on the path from slot h (masked here); hit says it
+// found the address (live or expired), so that the other path need not be
+// looked at.
 func (n *Neighbors) lookup(ip uint32, h uint64, now int64) (val uint64, ok, hit, again bool) {
 	for p := uint64(0); p < n.probe; p++ {
 		s := &n.slots[(h+p)&n.mask]
