@@ -77,12 +77,14 @@
 // mixed with the address. With an unkeyed hash a host on a large subnet
 // could compute which addresses share a path with the gateway's or a
 // server's, and 17 gratuitous ARPs for them made that address
-// unlearnable (its packets dropped as no_neighbor). The hash, the choice
-// of two disjoint paths over a stash, and what they cost are as in the MAC
-// table (see package l2's doc): the first free slot of the first path,
-// else of the second; a lookup that misses on the first path looks at the
-// second; of two copies of an address written at once by two workers, the
-// one on the first path (or nearer its path's start) stays.
+// unlearnable (its packets dropped as no_neighbor). The hash, and the
+// choice of two disjoint paths over a stash, are as in the MAC table, and
+// for the same reasons (see package l2's doc): the first free slot of the
+// first path, else of the second; of two copies of an address written at
+// once by two workers, the one on the first path (or nearer its path's
+// start) stays. A lookup that misses on the first path always looks at
+// the second: unlike the MAC table's, this table keeps no overflow counts,
+// since a miss here is a packet dropped for want of a neighbour anyway.
 //
 // # Trust
 //
