@@ -420,8 +420,14 @@ func TestNeighborsDoNotAllocate(t *testing.T) {
 		ip++
 		now += sec
 		n.Learn4(ip, mac(byte(ip)), 1, now)        // new
-		n.Learn4(ip, mac(byte(ip), 1), 2, now)     // changed
-		n.Learn4(ip-1, mac(byte(ip-1), 1), 2, now) // refresh
+		n.Learn4(ip, mac(byte(ip), 1), 2, now)     // a refused move
+		n.Learn4(ip-1, mac(byte(ip-1), 1), 2, now) // a refused move, or new
+		n.Learn4(ip-1, mac(byte(ip-1)), 1, now)    // refresh
+		n.ARP4(ip+1, mac(1), 1, ARPReply, now)     // unsolicited
+		n.ARP4(ip+2, mac(1), 1, ARPOther, now)     // unsolicited
+		n.ShouldRequest4(ip+3, now, 1)
+		n.ARP4(ip+3, mac(1), 1, ARPReply, now) // solicited
+		sink += uint16(n.Counters().Learnt)
 		_, p, _ := n.Lookup4(ip, now)
 		sink += p
 		_, p, _ = n.Lookup6(&v6, now)
@@ -451,6 +457,16 @@ func BenchmarkNeighborsLookup4(b *testing.B) {
 	var sink uint16
 	for i := 0; b.Loop(); i++ {
 		_, p, _ := n.Lookup4(ips[i&1023], 2)
+		sink += p
+	}
+	_ = sink
+}
+
+func BenchmarkNeighborsLookup4Miss(b *testing.B) {
+	n, _ := benchNeighbors(b)
+	var sink uint16
+	for i := 0; b.Loop(); i++ {
+		_, p, _ := n.Lookup4(a4("10.9.0.0")|uint32(i)&0xffff, 2)
 		sink += p
 	}
 	_ = sink
