@@ -16,17 +16,13 @@ func (t *Table) Learn(mac uint64, port uint16, now int64) Result {
 	if fresh {
 		return Refreshed
 	}
-	b := a
-	if t.span != 0 {
-		b = t.second(h)
-		if !hit && t.slots[a].over.Load() != 0 {
-			if fresh, _ = t.fresh(mac, want, b, now); fresh {
-				return Refreshed
-			}
+	if !hit && t.span != 0 && t.slots[a].over.Load() != 0 {
+		if fresh, _ = t.fresh(mac, want, t.second(h), now); fresh {
+			return Refreshed
 		}
 	}
 	for n := 0; n < maxAttempts; n++ {
-		if r, again := t.learn(mac, want, a, b, port, now); !again {
+		if r, again := t.learn(mac, want, h, port, now); !again {
 			return r
 		}
 	}
@@ -61,9 +57,10 @@ func (t *Table) fresh(mac, want, home uint64, now int64) (fresh, hit bool) {
 // learners on several workers insert at the same time, the one ranked
 // first stays: any place on the first path ranks before any on the second,
 // and on one path the place nearer its start ranks first.
-func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result, again bool) {
+func (t *Table) learn(mac, want, h uint64, port uint16, now int64) (r Result, again bool) {
+	a := h & t.mask
 	var vkey, vhome, vp uint64
-	found := false
+	found, second := false, false // second: the victim slot is on the second path
 	for path := 0; path < 2; path++ {
 		home := a
 		if path == 1 {
@@ -73,7 +70,7 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 			if t.span == 0 || found && t.slots[a].over.Load() == 0 {
 				break
 			}
-			home = b
+			home = t.second(h)
 		}
 		for p := uint64(0); p < t.probe; p++ {
 			s := &t.slots[(home+p)&t.mask]
@@ -81,13 +78,13 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 			if k == 0 {
 				// The MAC is nowhere further along this path.
 				if !found {
-					vkey, vhome, vp, found = 0, home, p, true
+					vkey, vhome, vp, found, second = 0, home, p, true, path == 1
 				}
 				break
 			}
 			if k == retired {
 				if !found {
-					vkey, vhome, vp, found = k, home, p, true
+					vkey, vhome, vp, found, second = k, home, p, true, path == 1
 				}
 				continue
 			}
@@ -98,7 +95,7 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 				return t.known((home+p)&t.mask, k, want, port, now)
 			}
 			if !found && now-s.seen.Load() > t.aging {
-				vkey, vhome, vp, found = k, home, p, true
+				vkey, vhome, vp, found, second = k, home, p, true, path == 1
 			}
 		}
 	}
@@ -125,7 +122,6 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 	// first, so the entry is live the moment its key appears.
 	victim.seen.Store(now)
 	victim.moved.Store(never)
-	second := t.span != 0 && vhome == b
 	if second {
 		t.slots[a].over.Add(1)
 	}
@@ -169,7 +165,7 @@ func (t *Table) learn(mac, want, a, b uint64, port uint16, now int64) (r Result,
 	// own, so at least one of the two sees the other.)
 	t.dropLater(mac, vhome, vp+1)
 	if t.span != 0 && !second {
-		t.dropLater(mac, b, 0)
+		t.dropLater(mac, t.second(h), 0)
 	}
 	t.learned.Add(1)
 	return Learned, false
