@@ -8,8 +8,8 @@ import (
 )
 
 // Stats returns the number of entries live at now (static ones included),
-// how many of them are static (IPv4 and IPv6), and how many times Learn4
-// found no room for an address.
+// how many of them are static (IPv4 and IPv6), and how many times ARP4 (or
+// Learn4) found no room for an address (Counters' Full).
 func (n *Neighbors) Stats(now int64) (entries, static int, full uint64) {
 	for i := range n.slots {
 		if _, st, ok := n.read(&n.slots[i], now); ok {
