@@ -1,74 +1,3 @@
-// Package l2 is the ingress stage's MAC learning table.
-//
-// # Model
-//
-// A fixed-size open-addressing hash table (linear probing, at most 16 slots
-// per MAC) of MAC -> port entries with aging, shared by all workers without
-// locks. Each slot is four words (32 bytes, two slots per cache line):
-//
-//	key:   MAC (48 bits) << 16 | port+1 (16 bits)
-//	       0 = empty; port field 0xffff = retired, 0xfffe = being cleared
-//	seen:  time of the last frame from MAC, in the table clock's units
-//	moved: time of the MAC's last move to another port
-//
-// A lookup loads the key word once, so it always sees a MAC and its port
-// together; then it loads seen to tell a live entry from a dead one. An
-// entry not seen for longer than the aging time is dead: invisible to
-// lookups (the frame is flooded, as on any learning switch) and its slot may
-// be taken by another MAC. Learning refreshes seen at most once per eighth
-// of the aging time, so a steady flow does not write the shared cache line
-// on every frame. Every change of a key word is a compare-and-swap.
-//
-// # Bounds
-//
-// A flood of source MACs cannot push known hosts out: a MAC only takes an
-// empty, retired or dead slot on its probe path, never a live one. When all
-// 16 slots on the path are live the MAC is not learnt (TableFull).
-//
-// Each port has a counter of the slots whose key names the port, live or
-// dead. A learner adds one before it writes a key for the port and takes
-// the one back if the write fails; whoever moves a key off a port (to
-// another port, or retires it) subtracts one after the write. So the
-// counter is never below the number of slots held by the port, and since a
-// learner checks the value its own addition returned, a port never holds
-// more than PortLimit slots, however many workers learn at once (concurrent
-// learners may be refused a little early instead). A dead entry keeps
-// counting against its port until Sweep retires it or a learner takes its
-// slot (a learner retires a dead entry before it reuses the slot); once
-// nothing is in flight the counter equals the slots held.
-//
-// A MAC seen on another port moves there, unless it already moved within
-// MoveHold: then the move is refused (MoveRefused), the entry stays on its
-// port, and the caller still forwards the frame. A flapping MAC (a loop, or
-// a host spoofing another's address) thus changes port at most once per
-// MoveHold, and lookups of it stay stable in between.
-//
-// # Housekeeping
-//
-// Sweep, called about once a second from one non-forwarding goroutine,
-// retires dead entries (their key becomes the retired mark, which frees the
-// port's count) and clears retired slots that end a probe chain back to
-// empty, so lookups of unknown MACs stay short after a flood. A lookup stops
-// at an empty slot, so clearing a slot must never cut a MAC off from the
-// start of its probe path, even one a worker is inserting behind it at that
-// instant. Sweep clears in two steps: it marks a retired slot whose successor
-// is empty as being cleared, checks the successor again, and only then
-// empties the slot, by compare-and-swap on the mark. A learner, after
-// claiming a slot, walks its path back to the start: it turns any mark it
-// meets back into retired (so that clear fails), and if it meets an empty
-// slot its own slot may be cut off, so it gives the slot up and tries again.
-// No learner ever waits for Sweep. On the same walk (and on to the path's
-// end) it looks for a copy of its MAC inserted by another worker at the same
-// time; the copy nearer the path's start stays and the other is retired, so
-// a MAC has one entry.
-//
-// Flush retires every entry of a port at once (for a port that went down);
-// its slots are reused and cleared like any other retired slot.
-//
-// Races that remain, all benign: a frame that revives a dead entry at the
-// instant Sweep or another learner retires it is not learnt; a learn that
-// loses every compare-and-swap it tries (Contended) is not learnt; the next
-// frame from the MAC learns it in both cases.
 package l2
 
 import (
@@ -101,6 +30,12 @@ type Config struct {
 	Ports     int   // switch ports; Learn takes ports 0 to Ports-1 (1 to MaxPorts)
 	PortLimit int   // most slots (live MACs, plus dead ones until Sweep) one port may hold; 0 = no limit
 	MoveHold  int64 // after a MAC moves, further moves within MoveHold are refused; 0 = off
+
+	// HashKey is the secret key of the slot hash. Zero (the default) draws
+	// one from the system's secure random source at New, which is what a
+	// switch wants: hosts cannot compute which MACs share a probe path.
+	// Tests set a fixed key to place MACs on purpose.
+	HashKey [2]uint64
 }
 
 // Result says what Learn did.
@@ -112,7 +47,7 @@ const (
 	Moved                     // the MAC was live on another port and now is on this one
 	MoveRefused               // the MAC moved within MoveHold: it stays on its port
 	PortFull                  // the port holds PortLimit slots: not learnt (or, for a known MAC, not moved)
-	TableFull                 // every slot on the MAC's probe path is live: not learnt
+	TableFull                 // every slot on both of the MAC's probe paths is live: not learnt
 	Contended                 // lost every compare-and-swap tried: not learnt, the next frame tries again
 	BadPort                   // port >= Config.Ports: nothing done
 )
@@ -132,9 +67,11 @@ func (r Result) String() string {
 type Table struct {
 	slots    []slot
 	mask     uint64
-	probe    uint64 // slots on a probe path: maxProbe, or the table size if smaller
-	aging    int64  // entries older than this are dead
-	refresh  int64  // re-store seen only when older than this
+	probe    uint64    // slots on a probe path: maxProbe, or the table size if smaller
+	span     uint64    // places the second path may start, after the first; 0: one path (a table under 2*maxProbe slots)
+	sub      [4]uint64 // subkeys of the hash, from the key
+	aging    int64     // entries older than this are dead
+	refresh  int64     // re-store seen only when older than this
 	moveHold int64
 	limit    int64 // 0 = none
 
@@ -148,7 +85,13 @@ type slot struct {
 	key   atomic.Uint64
 	seen  atomic.Int64
 	moved atomic.Int64
-	_     uint64 // 32 bytes: no slot straddles a cache line
+	// over counts, for the MACs whose first path starts at this slot,
+	// their entries on their second path (live or dead, not retired): a
+	// lookup that misses on a first path looks at the second only when
+	// the count at its start is not zero. It is raised before such an
+	// entry's key is written and lowered after the key is retired, so it
+	// is never below the entries there.
+	over atomic.Int64 // (and 32 bytes: no slot straddles a cache line)
 }
 
 type count struct {
@@ -182,31 +125,76 @@ func New(c Config) (*Table, error) {
 	for n < c.Size {
 		n <<= 1
 	}
+	key := c.HashKey
+	if key == [2]uint64{} {
+		key = randomKey()
+	}
 	t := &Table{
 		slots:    make([]slot, n),
 		mask:     uint64(n - 1),
 		probe:    uint64(min(maxProbe, n)),
+		sub:      subkeys(key),
 		aging:    c.Aging,
 		refresh:  c.Aging / 8,
 		moveHold: c.MoveHold,
 		limit:    int64(c.PortLimit),
 		held:     make([]count, c.Ports),
 	}
+	if n >= 2*maxProbe {
+		t.span = uint64(n) - 2*maxProbe + 1
+	}
 	return t, nil
 }
 
-func index(mac uint64) uint64 {
-	h := mac * 0x9e3779b97f4a7c15
-	return h ^ h>>29
+// homes returns the first slots of mac's two probe paths (mac already
+// masked to 48 bits). The second path starts anywhere from just after the
+// first one's end to where it would run into the first one's start again,
+// so the two never share a slot: a MAC's place is ranked by path, then by
+// position on the path, which the learner's walks below rely on. With one
+// path (span 0) both are the same.
+func (t *Table) homes(mac uint64) (a, b uint64) {
+	h := mix(&t.sub, mac)
+	if t.span == 0 {
+		return h & t.mask, h & t.mask
+	}
+	return h & t.mask, t.second(h)
+}
+
+// second is the first slot of the second path of a MAC whose hash is h
+// (with two paths). The hot paths compute it only when they need it.
+func (t *Table) second(h uint64) uint64 {
+	return (h + maxProbe + (h>>32)*t.span>>32) & t.mask
 }
 
 // Lookup returns the port that mac (48 bits) was last seen on, if its entry
 // is live at now. It writes nothing.
 func (t *Table) Lookup(mac uint64, now int64) (port uint16, ok bool) {
 	mac &= macMask
-	i := index(mac)
+	h := mix(&t.sub, mac)
+	// The first path, written out here: most lookups end on it.
 	for p := uint64(0); p < t.probe; p++ {
-		s := &t.slots[(i+p)&t.mask]
+		s := &t.slots[(h+p)&t.mask]
+		k := s.key.Load()
+		if k == 0 {
+			break
+		}
+		if k>>16 == mac && uint16(k) < special {
+			if now-s.seen.Load() > t.aging {
+				return 0, false
+			}
+			return uint16(k) - 1, true
+		}
+	}
+	if t.span == 0 || t.slots[h&t.mask].over.Load() == 0 {
+		return 0, false
+	}
+	return t.lookup(mac, t.second(h), now)
+}
+
+// lookup looks for mac on the path from home.
+func (t *Table) lookup(mac, home uint64, now int64) (port uint16, ok bool) {
+	for p := uint64(0); p < t.probe; p++ {
+		s := &t.slots[(home+p)&t.mask]
 		k := s.key.Load()
 		if k == 0 {
 			return 0, false
@@ -219,389 +207,4 @@ func (t *Table) Lookup(mac uint64, now int64) (port uint16, ok bool) {
 		}
 	}
 	return 0, false
-}
-
-// Learn records that mac (48 bits) was seen on port at now and says what it
-// did; every result but Refreshed and BadPort is also counted in Stats.
-// It allocates nothing and takes no lock.
-func (t *Table) Learn(mac uint64, port uint16, now int64) Result {
-	if int(port) >= len(t.held) {
-		return BadPort
-	}
-	mac &= macMask
-	want := mac<<16 | (uint64(port) + 1)
-	home := index(mac)
-	// Fast path, the common case: a live entry on this port, recently refreshed.
-	for p := uint64(0); p < t.probe; p++ {
-		s := &t.slots[(home+p)&t.mask]
-		k := s.key.Load()
-		if k == want {
-			if now-s.seen.Load() <= t.refresh {
-				return Refreshed
-			}
-			break
-		}
-		if k == 0 || k>>16 == mac && uint16(k) < special {
-			break
-		}
-	}
-	for a := 0; a < maxAttempts; a++ {
-		if r, again := t.learn(mac, want, home, port, now); !again {
-			return r
-		}
-	}
-	t.contended.Add(1)
-	return Contended
-}
-
-// learn is one attempt of Learn; again means a compare-and-swap was lost
-// (or Sweep cleared a slot on the path meanwhile): nothing was learnt.
-func (t *Table) learn(mac, want, home uint64, port uint16, now int64) (r Result, again bool) {
-	var victim *slot
-	var vkey uint64
-	vp := uint64(0)
-	found := false
-	for p := uint64(0); p < t.probe; p++ {
-		s := &t.slots[(home+p)&t.mask]
-		k := s.key.Load()
-		if k == 0 {
-			// The MAC is nowhere further along the probe path.
-			if !found {
-				victim, vkey, vp, found = s, 0, p, true
-			}
-			break
-		}
-		if k == retired {
-			if !found {
-				victim, vkey, vp, found = s, k, p, true
-			}
-			continue
-		}
-		if k == clearing {
-			continue
-		}
-		if k>>16 == mac {
-			return t.known(s, k, want, port, now)
-		}
-		if !found && now-s.seen.Load() > t.aging {
-			victim, vkey, vp, found = s, k, p, true
-		}
-	}
-	if !found {
-		t.tableFull.Add(1)
-		return TableFull, false
-	}
-	if vkey != 0 && vkey != retired {
-		// A dead entry: retire it first (freeing its port's count), so
-		// that nobody ever sees the new key with the old entry's times.
-		if !victim.key.CompareAndSwap(vkey, retired) {
-			return 0, true
-		}
-		t.release(uint16(vkey) - 1)
-		t.retiredN.Add(1)
-		vkey = retired
-	}
-	if !t.reserve(port) {
-		t.portFull.Add(1)
-		return PortFull, false
-	}
-	// Nobody reads seen or moved of an empty or retired slot: set them
-	// first, so the entry is live the moment its key appears.
-	victim.seen.Store(now)
-	victim.moved.Store(never)
-	if !victim.key.CompareAndSwap(vkey, want) {
-		t.unreserve(port)
-		return 0, true
-	}
-	if claimHook != nil {
-		claimHook((home + vp) & t.mask)
-	}
-	// Walk back to the path's start. Sweep's marks are undone; an empty
-	// slot means Sweep may have cut our slot off; an earlier copy of the
-	// MAC (another worker's, inserted at the same time) wins over ours.
-	// Sweep empties a slot only after seeing its successor empty, so each
-	// slot this walk passes, whose successor it has seen occupied, cannot
-	// be emptied afterwards while our entry stands.
-	for p := vp; p > 0; {
-		p--
-		s := &t.slots[(home+p)&t.mask]
-		k := s.key.Load()
-		for k == clearing && !s.key.CompareAndSwap(clearing, retired) {
-			k = s.key.Load()
-		}
-		if k == 0 || k>>16 == mac && uint16(k) < special {
-			t.drop(victim, want)
-			return 0, true // the next attempt finds the other copy or a free slot
-		}
-	}
-	// A later copy of the MAC loses to ours.
-	for p := vp + 1; p < t.probe; p++ {
-		s := &t.slots[(home+p)&t.mask]
-		k := s.key.Load()
-		if k == 0 {
-			break
-		}
-		if k>>16 == mac && uint16(k) < special {
-			t.dropMAC(s, mac)
-		}
-	}
-	t.learned.Add(1)
-	return Learned, false
-}
-
-// claimHook, if set (by tests only), runs after a learner claims a slot,
-// before it walks the path back: tests use it to play another worker or
-// Sweep acting at that instant.
-var claimHook func(slot uint64)
-
-// clearHook, if set (by tests only), runs when Sweep has seen the successor
-// of a retired slot empty, before it marks the slot.
-var clearHook func(slot uint64)
-
-// known handles a MAC found in slot s with key k.
-func (t *Table) known(s *slot, k, want uint64, port uint16, now int64) (Result, bool) {
-	seen := s.seen.Load()
-	live := now-seen <= t.aging
-	if k == want {
-		if live {
-			if now-seen > t.refresh {
-				s.seen.Store(now)
-			}
-			return Refreshed, false
-		}
-		s.seen.Store(now) // revive: the slot still counts against the port
-		t.learned.Add(1)
-		return Learned, false
-	}
-	old := uint16(k) - 1
-	if !live {
-		// A dead entry on another port: retire it; the next attempt
-		// learns the MAC afresh on this port.
-		if s.key.CompareAndSwap(k, retired) {
-			t.release(old)
-			t.retiredN.Add(1)
-		}
-		return 0, true
-	}
-	var mv int64
-	if t.moveHold > 0 {
-		mv = s.moved.Load()
-		if mv != never && now-mv < t.moveHold {
-			t.moveRefused.Add(1)
-			return MoveRefused, false
-		}
-	}
-	if !t.reserve(port) {
-		t.portFull.Add(1)
-		return PortFull, false
-	}
-	if t.moveHold > 0 && !s.moved.CompareAndSwap(mv, now) {
-		// Another worker is moving this MAC right now: its move counts.
-		t.unreserve(port)
-		t.moveRefused.Add(1)
-		return MoveRefused, false
-	}
-	if !s.key.CompareAndSwap(k, want) {
-		t.unreserve(port)
-		if t.moveHold > 0 {
-			s.moved.CompareAndSwap(now, mv)
-		}
-		return 0, true
-	}
-	t.release(old)
-	s.seen.Store(now)
-	t.moves.Add(1)
-	return Moved, false
-}
-
-// reserve adds one to port's count unless that would exceed the limit.
-func (t *Table) reserve(port uint16) bool {
-	c := &t.held[port].n
-	if t.limit == 0 {
-		c.Add(1)
-		return true
-	}
-	if c.Load() >= t.limit {
-		return false // the common case in a flood: no write
-	}
-	if c.Add(1) > t.limit {
-		c.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (t *Table) unreserve(port uint16) { t.held[port].n.Add(-1) }
-func (t *Table) release(port uint16)   { t.held[port].n.Add(-1) }
-
-// drop retires slot s if it still holds key k (a key of ours).
-func (t *Table) drop(s *slot, k uint64) {
-	if s.key.CompareAndSwap(k, retired) {
-		t.release(uint16(k) - 1)
-	}
-}
-
-// dropMAC retires slot s if it holds mac, on whatever port.
-func (t *Table) dropMAC(s *slot, mac uint64) {
-	for {
-		k := s.key.Load()
-		if k>>16 != mac || k == 0 || uint16(k) >= special {
-			return
-		}
-		if s.key.CompareAndSwap(k, retired) {
-			t.release(uint16(k) - 1)
-			return
-		}
-	}
-}
-
-// Sweep retires entries dead at now (freeing their ports' counts) and
-// clears retired slots that end a probe chain. Call it about once a second
-// from a goroutine that does not forward; it walks the whole table. Only one
-// Sweep runs at a time: a call while another runs returns at once.
-func (t *Table) Sweep(now int64) {
-	if !t.sweeping.CompareAndSwap(false, true) {
-		return
-	}
-	defer t.sweeping.Store(false)
-	// Backwards, so a run of retired slots before an empty one clears in one pass.
-	for i := len(t.slots) - 1; i >= 0; i-- {
-		s := &t.slots[i]
-		k := s.key.Load()
-		if k == 0 || k == clearing {
-			continue
-		}
-		if k != retired {
-			if now-s.seen.Load() <= t.aging || !s.key.CompareAndSwap(k, retired) {
-				continue
-			}
-			t.release(uint16(k) - 1)
-			t.retiredN.Add(1)
-		}
-		next := &t.slots[(uint64(i)+1)&t.mask].key
-		if next.Load() != 0 {
-			continue
-		}
-		if clearHook != nil {
-			clearHook(uint64(i))
-		}
-		if !s.key.CompareAndSwap(retired, clearing) {
-			continue
-		}
-		// A learner that claimed the next slot before this load is seen
-		// here (it may have walked back past this slot before the mark);
-		// one that claims it later finds the mark on its walk back and
-		// undoes it, and the last compare-and-swap fails.
-		if next.Load() == 0 {
-			s.key.CompareAndSwap(clearing, 0)
-		} else {
-			s.key.CompareAndSwap(clearing, retired)
-		}
-	}
-}
-
-// Flush forgets every MAC learnt on port (the port went down). Entries
-// learnt on the port while Flush runs may survive it.
-func (t *Table) Flush(port uint16) {
-	if int(port) >= len(t.held) {
-		return
-	}
-	f := uint64(port) + 1
-	for i := range t.slots {
-		s := &t.slots[i]
-		k := s.key.Load()
-		if k != 0 && k&0xffff == f && s.key.CompareAndSwap(k, retired) {
-			t.release(port)
-		}
-	}
-}
-
-// Stats is a snapshot of the table for metrics. The walk and the counter
-// loads are not one atomic snapshot; with learners running, Held may differ
-// from the slots counted by as many operations as are in flight.
-type Stats struct {
-	Entries int   // live entries
-	PerPort []int // live entries by port
-	Held    []int // by port: slots counted against PortLimit (live entries, dead ones not yet retired, learns in flight)
-
-	Learned     uint64 // MACs learnt (new, or revived after dying)
-	Moves       uint64 // MACs moved to another port
-	MoveRefused uint64 // moves refused by MoveHold
-	PortFull    uint64 // learns or moves refused by PortLimit
-	TableFull   uint64 // learns that found no free slot on the probe path
-	Contended   uint64 // learns that lost every compare-and-swap
-	Retired     uint64 // dead entries retired (by Sweep, or by a learner reusing the slot)
-}
-
-// Stats walks the table (not for the forwarding path) and reads the counters.
-func (t *Table) Stats(now int64) Stats {
-	st := Stats{PerPort: make([]int, len(t.held)), Held: make([]int, len(t.held))}
-	for i := range t.slots {
-		s := &t.slots[i]
-		k := s.key.Load()
-		if k == 0 || uint16(k) >= special || now-s.seen.Load() > t.aging {
-			continue
-		}
-		st.Entries++
-		if p := int(uint16(k) - 1); p < len(st.PerPort) {
-			st.PerPort[p]++
-		}
-	}
-	for p := range t.held {
-		st.Held[p] = int(t.held[p].n.Load())
-	}
-	st.Learned = t.learned.Load()
-	st.Moves = t.moves.Load()
-	st.MoveRefused = t.moveRefused.Load()
-	st.PortFull = t.portFull.Load()
-	st.TableFull = t.tableFull.Load()
-	st.Contended = t.contended.Load()
-	st.Retired = t.retiredN.Load()
-	return st
-}
-
-// Len counts live entries at now (walks the whole table, like Stats).
-func (t *Table) Len(now int64) int {
-	n := 0
-	for i := range t.slots {
-		s := &t.slots[i]
-		if k := s.key.Load(); k != 0 && uint16(k) < special && now-s.seen.Load() <= t.aging {
-			n++
-		}
-	}
-	return n
-}
-
-// Full counts learns that found no free slot on the probe path (Stats.TableFull).
-func (t *Table) Full() uint64 { return t.tableFull.Load() }
-
-// Entry is a live entry of the table, as Entries reports it.
-type Entry struct {
-	MAC  uint64 // 48 bits
-	Port uint16
-	Age  int64 // time since the MAC was last seen (to within the refresh interval, Aging/8)
-}
-
-// Entries lists the live entries at now, at most limit of them (0: all), in
-// slot order. Like Stats it walks the whole table and allocates: for
-// tools, not for the forwarding path. Entries learnt or retired during the
-// walk may be missed or listed.
-func (t *Table) Entries(now int64, limit int) []Entry {
-	var es []Entry
-	for i := range t.slots {
-		s := &t.slots[i]
-		k := s.key.Load()
-		if k == 0 || uint16(k) >= special {
-			continue
-		}
-		age := now - s.seen.Load()
-		if age > t.aging || s.key.Load() != k {
-			continue
-		}
-		es = append(es, Entry{MAC: k >> 16, Port: uint16(k) - 1, Age: max(age, 0)})
-		if limit > 0 && len(es) == limit {
-			break
-		}
-	}
-	return es
 }

@@ -1,6 +1,7 @@
 package l2
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -11,8 +12,16 @@ import (
 
 const sec = int64(1e9)
 
+// testKey is the hash key of the tables tests build with mustNew, so that
+// where a MAC goes is the same on every run. (New draws a random key when
+// none is set.)
+var testKey = [2]uint64{0x0706050403020100, 0x0f0e0d0c0b0a0908}
+
 func mustNew(t testing.TB, c Config) *Table {
 	t.Helper()
+	if c.HashKey == [2]uint64{} {
+		c.HashKey = testKey
+	}
 	tb, err := New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -26,6 +35,7 @@ func mustNew(t testing.TB, c Config) *Table {
 func checkTable(t *testing.T, tb *Table, quiescent bool) []int {
 	t.Helper()
 	held := make([]int, len(tb.held))
+	over := make([]int64, len(tb.slots))
 	at := map[uint64]int{}
 	for i := range tb.slots {
 		k := tb.slots[i].key.Load()
@@ -45,16 +55,16 @@ func checkTable(t *testing.T, tb *Table, quiescent bool) []int {
 			t.Errorf("MAC %012x in slots %d and %d", mac, j, i)
 		}
 		at[mac] = i
-		home := index(mac) & tb.mask
-		d := (uint64(i) - home) & tb.mask
-		if d >= tb.probe {
-			t.Errorf("MAC %012x in slot %d, %d slots from its home %d", mac, i, d, home)
+		if err := reachable(tb, mac, uint64(i)); err != "" {
+			t.Error(err)
 		}
-		for q := uint64(0); q < d; q++ {
-			if tb.slots[(home+q)&tb.mask].key.Load() == 0 {
-				t.Errorf("MAC %012x in slot %d is cut off from its home %d by empty slot %d", mac, i, home, (home+q)&tb.mask)
-				break
-			}
+		if a, ok := onSecond(tb, mac, uint64(i)); ok {
+			over[a]++
+		}
+	}
+	for i, n := range over {
+		if c := tb.slots[i].over.Load(); c < n || quiescent && c != n {
+			t.Errorf("slot %d: overflow count %d, entries on their second path that start here %d", i, c, n)
 		}
 	}
 	for p := range held {
@@ -67,6 +77,34 @@ func checkTable(t *testing.T, tb *Table, quiescent bool) []int {
 		}
 	}
 	return held
+}
+
+// reachable says why mac in slot i cannot be found by a lookup ("" if it
+// can): the slot must be on one of the MAC's paths, with no empty slot
+// between the path's start and it.
+func reachable(tb *Table, mac, i uint64) string {
+	a, b := tb.homes(mac)
+	why := ""
+	for _, home := range []uint64{a, b} {
+		d := (i - home) & tb.mask
+		if d >= tb.probe {
+			why = fmt.Sprintf("MAC %012x in slot %d is on neither path (homes %d, %d)", mac, i, a, b)
+			continue
+		}
+		for q := uint64(0); q < d; q++ {
+			if tb.slots[(home+q)&tb.mask].key.Load() == 0 {
+				return fmt.Sprintf("MAC %012x in slot %d is cut off from its home %d by empty slot %d", mac, i, home, (home+q)&tb.mask)
+			}
+		}
+		return ""
+	}
+	return why
+}
+
+// first is the first slot of mac's first path.
+func first(tb *Table, mac uint64) uint64 {
+	a, _ := tb.homes(mac)
+	return a
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -310,6 +348,9 @@ func TestMoveIntoFullPort(t *testing.T) {
 func TestDeadEntriesCountUntilRetired(t *testing.T) {
 	tb := mustNew(t, Config{Size: 4096, Aging: 10 * sec, Ports: 2, PortLimit: 1})
 	tb.Learn(0xa1, 0, 0)
+	if err := reachable(tb, 0xa2, first(tb, 0xa1)); err == "" {
+		t.Fatal("the test key puts 0xa1 on 0xa2's path")
+	}
 	if r := tb.Learn(0xa2, 0, 20*sec); r != PortFull {
 		t.Fatalf("before Sweep: %v", r) // 0xa1 is dead but not on 0xa2's path
 	}
@@ -402,7 +443,7 @@ func setClaimHook(t *testing.T, f func(slot uint64)) {
 // macHomedAt returns a MAC other than not whose probe path starts at slot i.
 func macHomedAt(tb *Table, i, not uint64) uint64 {
 	for m := uint64(0x0a0000000000); ; m++ {
-		if index(m)&tb.mask == i && m != not {
+		if first(tb, m) == i && m != not {
 			return m
 		}
 	}
@@ -411,6 +452,9 @@ func macHomedAt(tb *Table, i, not uint64) uint64 {
 // occupy writes a live entry into slot i as a worker's claim would.
 func occupy(tb *Table, i, mac uint64, port uint16, now int64) {
 	tb.held[port].n.Add(1)
+	if a, ok := onSecond(tb, mac, i); ok {
+		tb.slots[a].over.Add(1)
+	}
 	s := &tb.slots[i]
 	s.seen.Store(now)
 	s.moved.Store(never)
@@ -420,8 +464,18 @@ func occupy(tb *Table, i, mac uint64, port uint16, now int64) {
 // vacate takes the entry (of port 0) out of slot i as Sweep would: retired,
 // marked for clearing, or cleared, as key says.
 func vacate(tb *Table, i, key uint64) {
+	if a, ok := onSecond(tb, tb.slots[i].key.Load()>>16, i); ok {
+		tb.slots[a].over.Add(-1)
+	}
 	tb.slots[i].key.Store(key)
 	tb.held[0].n.Add(-1)
+}
+
+// onSecond reports whether slot i is on mac's second path, and where its
+// first path starts.
+func onSecond(tb *Table, mac, i uint64) (first uint64, ok bool) {
+	a, b := tb.homes(mac)
+	return a, tb.span != 0 && (i-b)&tb.mask < tb.probe
 }
 
 // TestClaimCutOffBySweep: the MAC in front of our slot dies and Sweep
@@ -430,7 +484,7 @@ func vacate(tb *Table, i, key uint64) {
 func TestClaimCutOffBySweep(t *testing.T) {
 	tb := mustNew(t, Config{Size: 64, Aging: 100, Ports: 2})
 	m := uint64(0x020000000001)
-	h := index(m) & tb.mask
+	h := first(tb, m)
 	tb.Learn(macHomedAt(tb, h, m), 0, 0)
 	fired := 0
 	setClaimHook(t, func(i uint64) {
@@ -462,7 +516,7 @@ func TestClaimCutOffBySweep(t *testing.T) {
 func TestClaimUndoesSweepMark(t *testing.T) {
 	tb := mustNew(t, Config{Size: 64, Aging: 100, Ports: 2})
 	m := uint64(0x020000000001)
-	h := index(m) & tb.mask
+	h := first(tb, m)
 	tb.Learn(macHomedAt(tb, h, m), 0, 0)
 	setClaimHook(t, func(uint64) { vacate(tb, h, clearing) })
 	if r := tb.Learn(m, 1, 10); r != Learned {
@@ -489,7 +543,7 @@ func TestClaimUndoesSweepMark(t *testing.T) {
 func TestSweepChecksAgainAfterMarking(t *testing.T) {
 	tb := mustNew(t, Config{Size: 64, Aging: 100, Ports: 2})
 	m := uint64(0x020000000001)
-	h := index(m) & tb.mask
+	h := first(tb, m)
 	tb.Learn(macHomedAt(tb, h, m), 0, 0)
 	clearHook = func(i uint64) {
 		if i == h {
@@ -546,7 +600,7 @@ func TestConcurrentCopies(t *testing.T) {
 	m := uint64(0x020000000001)
 	t.Run("earlier copy wins", func(t *testing.T) {
 		tb := mustNew(t, Config{Size: 64, Aging: 100, Ports: 2})
-		h := index(m) & tb.mask
+		h := first(tb, m)
 		tb.Learn(macHomedAt(tb, h, m), 0, 0)
 		fired := 0
 		setClaimHook(t, func(uint64) {
@@ -568,7 +622,7 @@ func TestConcurrentCopies(t *testing.T) {
 	})
 	t.Run("later copy loses", func(t *testing.T) {
 		tb := mustNew(t, Config{Size: 64, Aging: 100, Ports: 2})
-		h := index(m) & tb.mask
+		h := first(tb, m)
 		setClaimHook(t, func(i uint64) {
 			if i != h {
 				t.Errorf("claimed slot %d, want %d", i, h)

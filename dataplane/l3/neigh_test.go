@@ -13,9 +13,13 @@ import (
 
 const sec = int64(1e9)
 
-func mustNeighbors(t testing.TB, size int, ttl int64) *Neighbors {
+// testKey is the hash key of the caches tests build with mustNeighbors,
+// so that where an address goes is the same on every run.
+var testKey = [2]uint64{0x0706050403020100, 0x0f0e0d0c0b0a0908}
+
+func mustNeighbors(t testing.TB, size int, ttl int64, opts ...Option) *Neighbors {
 	t.Helper()
-	n, err := NewNeighbors(size, ttl)
+	n, err := NewNeighbors(size, ttl, append([]Option{HashKey(testKey)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,22 +63,34 @@ func TestLearnAndLookup(t *testing.T) {
 	if m, p, ok := n.Lookup4(ip, 1); !ok || m != m1 || p != 3 {
 		t.Fatalf("Lookup4 = %x %d %v, want %x 3 true", m, p, ok, m1)
 	}
-	// The host changed NIC, then moved.
-	if !n.Learn4(ip, m2, 3, 2) {
-		t.Fatal("Learn4 refused a new MAC")
+	// Another MAC, or the same one on another port, claims the address
+	// while it is bound: refused (it may be another host taking it over).
+	if n.Learn4(ip, m2, 3, 2) {
+		t.Fatal("Learn4 moved a bound address to a new MAC")
 	}
-	if m, p, ok := n.Lookup4(ip, 3); !ok || m != m2 || p != 3 {
-		t.Fatalf("after a new MAC: %x %d %v, want %x 3", m, p, ok, m2)
+	if n.Learn4(ip, m1, 4, 3) {
+		t.Fatal("Learn4 moved a bound address to another port")
 	}
-	n.Learn4(ip, m2, 4, 4)
-	if m, p, ok := n.Lookup4(ip, 5); !ok || m != m2 || p != 4 {
+	if m, p, ok := n.Lookup4(ip, 4); !ok || m != m1 || p != 3 {
+		t.Fatalf("after refused moves: %x %d %v, want %x 3", m, p, ok, m1)
+	}
+	// The host changed NIC and moved: once its old binding expired, the
+	// new MAC and port are taken.
+	now := 10*sec + 1
+	if !n.Learn4(ip, m2, 4, now) {
+		t.Fatal("Learn4 refused a new MAC and port after the old binding expired")
+	}
+	if m, p, ok := n.Lookup4(ip, now); !ok || m != m2 || p != 4 {
 		t.Fatalf("after a move: %x %d %v, want %x 4", m, p, ok, m2)
 	}
-	if n.Learn4(0, m1, 1, 5) {
+	if n.Learn4(0, m1, 1, now) {
 		t.Error("Learn4 took address 0.0.0.0 (an ARP probe's sender)")
 	}
-	if e, s, full := n.Stats(5); e != 1 || s != 0 || full != 0 {
+	if e, s, full := n.Stats(now); e != 1 || s != 0 || full != 0 {
 		t.Errorf("Stats = %d %d %d, want 1 0 0", e, s, full)
+	}
+	if c := n.Counters(); c != (ARPCounters{Learnt: 2, MoveRefused: 2}) {
+		t.Errorf("Counters = %+v, want 2 learnt, 2 moves refused", c)
 	}
 }
 
@@ -201,7 +217,9 @@ func TestTableFullIsBoundedAndCounted(t *testing.T) {
 			t.Errorf("address %d lost", i+1)
 		}
 	}
-	n.Learn4(5, mac(5), 1, ttl) // refresh one
+	if !n.Learn4(5, mac(4), 1, ttl) { // refresh one (address i+1 is at MAC i)
+		t.Fatal("refresh refused")
+	}
 	if !n.Learn4(size+1, mac(0xff), 1, ttl+1) {
 		t.Fatal("not learnt over expired entries")
 	}
@@ -213,8 +231,9 @@ func TestTableFullIsBoundedAndCounted(t *testing.T) {
 	}
 
 	// A flood of made-up addresses: memory is fixed, every address that
-	// was accepted stays (none expires), the refusals are counted.
-	n = mustNeighbors(t, 1024, ttl)
+	// was accepted stays (none expires), the refusals are counted. (No
+	// rate limit: this is about room.)
+	n = mustNeighbors(t, 1024, ttl, ARPRate(0, 0))
 	r := rand.New(rand.NewPCG(31, 32))
 	var learnt []uint32
 	refused := 0
@@ -241,7 +260,7 @@ func TestTableFullIsBoundedAndCounted(t *testing.T) {
 func TestShouldRequest4(t *testing.T) {
 	n := mustNeighbors(t, 256, sec)
 	ip, other := a4("10.0.0.1"), a4("10.0.0.2")
-	for home(other, n.reqShift) == home(ip, n.reqShift) {
+	for n.reqIndex(other) == n.reqIndex(ip) {
 		other++
 	}
 	iv := sec
@@ -297,7 +316,7 @@ func verPort(ip uint32, v uint16) uint16 { return uint16(ip*31) ^ v }
 
 func TestNeighborsConcurrent(t *testing.T) {
 	ttl := int64(50_000)
-	n := mustNeighbors(t, 64, ttl) // small: paths overlap, fill up, expire and get reused
+	n := mustNeighbors(t, 64, ttl, ARPRate(0, 0)) // small: paths overlap, fill up, expire and get reused
 	static := map[uint32][6]byte{}
 	for i := range 8 {
 		ip := a4("10.9.0.1") + uint32(i)
@@ -401,8 +420,14 @@ func TestNeighborsDoNotAllocate(t *testing.T) {
 		ip++
 		now += sec
 		n.Learn4(ip, mac(byte(ip)), 1, now)        // new
-		n.Learn4(ip, mac(byte(ip), 1), 2, now)     // changed
-		n.Learn4(ip-1, mac(byte(ip-1), 1), 2, now) // refresh
+		n.Learn4(ip, mac(byte(ip), 1), 2, now)     // a refused move
+		n.Learn4(ip-1, mac(byte(ip-1), 1), 2, now) // a refused move, or new
+		n.Learn4(ip-1, mac(byte(ip-1)), 1, now)    // refresh
+		n.ARP4(ip+1, mac(1), 1, ARPReply, now)     // unsolicited
+		n.ARP4(ip+2, mac(1), 1, ARPOther, now)     // unsolicited
+		n.ShouldRequest4(ip+3, now, 1)
+		n.ARP4(ip+3, mac(1), 1, ARPReply, now) // solicited
+		sink += uint16(n.Counters().Learnt)
 		_, p, _ := n.Lookup4(ip, now)
 		sink += p
 		_, p, _ = n.Lookup6(&v6, now)
@@ -432,6 +457,16 @@ func BenchmarkNeighborsLookup4(b *testing.B) {
 	var sink uint16
 	for i := 0; b.Loop(); i++ {
 		_, p, _ := n.Lookup4(ips[i&1023], 2)
+		sink += p
+	}
+	_ = sink
+}
+
+func BenchmarkNeighborsLookup4Miss(b *testing.B) {
+	n, _ := benchNeighbors(b)
+	var sink uint16
+	for i := 0; b.Loop(); i++ {
+		_, p, _ := n.Lookup4(a4("10.9.0.0")|uint32(i)&0xffff, 2)
 		sink += p
 	}
 	_ = sink
