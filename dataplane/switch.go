@@ -415,7 +415,6 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 			p.quantum.Store(int64(q.Quantum()))
 		}
 		p.addrs = pc.Addrs
-		p.addrs = pc.Addrs
 		if pc.RxDelayNs < 0 || pc.RxDelayNs > 1e9 {
 			return nil, fmt.Errorf("port %q: rx delay %d ns out of range [0, 1 s]", pc.Name, pc.RxDelayNs)
 		}
@@ -471,10 +470,6 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 				}
 			}
 		}
-	}
-	if err := s.buildRouter(cfg.Ports, cfg.L3); err != nil {
-		s.closeWorkers()
-		return nil, err
 	}
 	if err := s.buildRouter(cfg.Ports, cfg.L3); err != nil {
 		s.closeWorkers()
