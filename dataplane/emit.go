@@ -15,7 +15,6 @@ import (
 var _ mech.Emitter = (*emitter)(nil)
 
 // Frame implements mech.Emitter.
-
 func (e *emitter) Frame(port int, kind uint8) []byte {
 	w := e.w
 	if e.addr != 0 {

@@ -17,15 +17,15 @@ import (
 
 // Switch is the forwarding engine.
 type Switch struct {
-	umem                               // the UMEM and how it is split between the workers
-	cfg      Config                    // as New completed it
-	ports    []*Port                   //
-	workers  []*worker                 //
-	mac      *l2.Table                 //
-	buffer   *queues.Buffer            // the buffer all egress queues share (bytes)
-	frames   *tm.Frames                // the frames the data queues may hold
-	clock    Clock                     //
-	mechs    []mechInstance            //
+	umem            // the UMEM and how it is split between the workers
+	cfg      Config // the config, with the defaults New fills in for the workers
+	ports    []*Port
+	workers  []*worker
+	mac      *l2.Table
+	buffer   *queues.Buffer // the buffer all egress queues share (bytes)
+	frames   *tm.Frames     // the UMEM frames the data queues may hold
+	clock    Clock
+	mechs    []mechInstance
 	router   *router                   // nil on an L2 switch
 	control  [256]mech.ControlHook     // handler of each GC type, if a mechanism of this switch claims it
 	captures []atomic.Pointer[Capture] // captures[i]: a capture mirroring port i, or nil
