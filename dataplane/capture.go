@@ -2,8 +2,6 @@ package dataplane
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +18,7 @@ const (
 // snap length) only while a capture is on, and when its ring has no room it
 // drops the copy and counts it: mirroring never slows or stops forwarding.
 type Capture struct {
-	s     *Switch
+	slot  *atomic.Pointer[Capture] // the port's: the capture is on while it points here
 	port  int
 	dirs  uint32
 	snap  int
@@ -39,37 +37,9 @@ type CaptureRecord struct {
 	Data    []byte
 }
 
-// Capture starts mirroring port's frames in the given directions
-// (CaptureRx|CaptureTx), keeping at most snap bytes of each, into rings of
-// ringBytes per worker. One capture per port at a time. Any goroutine.
-func (s *Switch) Capture(port, dirs, snap, ringBytes int) (*Capture, error) {
-	if port < 0 || port >= len(s.ports) {
-		return nil, fmt.Errorf("no port %d", port)
-	}
-	if dirs&^(CaptureRx|CaptureTx) != 0 || dirs == 0 {
-		return nil, errors.New("capture: direction must be rx, tx or both")
-	}
-	if snap <= 0 || snap > 65535 {
-		snap = 65535
-	}
-	ringBytes = nextPow2(max(ringBytes, 1<<16))
-	if ringBytes > 1<<28 {
-		return nil, errors.New("capture: ring larger than 256 MiB")
-	}
-	c := &Capture{s: s, port: port, dirs: uint32(dirs), snap: snap,
-		wall: time.Now().Add(-time.Duration(s.clock.Now()))}
-	for range s.workers {
-		c.rings = append(c.rings, newMirrorRing(ringBytes))
-	}
-	if !s.ports[port].capture.CompareAndSwap(nil, c) {
-		return nil, fmt.Errorf("port %s is already being captured", s.ports[port].Name)
-	}
-	return c, nil
-}
-
 // Stop ends the capture: workers stop copying (what they copied stays readable).
 func (c *Capture) Stop() {
-	c.once.Do(func() { c.s.ports[c.port].capture.CompareAndSwap(c, nil) })
+	c.once.Do(func() { c.slot.CompareAndSwap(c, nil) })
 }
 
 // Drops is the number of frames the workers could not mirror (ring full).
@@ -100,14 +70,13 @@ func (c *Capture) Read(fn func(*CaptureRecord)) int {
 	return n
 }
 
-// mirror copies frame into the worker's ring of port's capture, if one is on
-// for dir (the worker's goroutine).
-func (w *worker) mirror(p *Port, dir int, frame []byte, now int64) {
-	c := p.capture.Load()
-	if c == nil || c.dirs&uint32(dir) == 0 {
+// record copies frame into worker w's ring, if the capture is on for dir
+// (worker w's goroutine).
+func (c *Capture) record(w, dir int, frame []byte, now int64) {
+	if c.dirs&uint32(dir) == 0 {
 		return
 	}
-	c.rings[w.id].write(p.Index, dir, frame, c.snap, now)
+	c.rings[w].write(c.port, dir, frame, c.snap, now)
 }
 
 // mirrorRing is a single-producer single-consumer byte ring of records:

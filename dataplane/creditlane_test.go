@@ -3,20 +3,20 @@ package dataplane
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/shaper"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/tm/shaper"
 )
 
 // laneTester is a test mechanism: on the ports it is enabled on it gives
-// itself a credit lane (rate, burst, queue from its config) and sends every
-// UDP frame of 60 bytes or less down it.
+// itself a credit lane (rate, burst, queue and policy from its config) and
+// sends every UDP frame of 60 bytes or less down it.
 type laneTester struct{}
 
 type laneTesterConfig struct {
 	Rate         uint64
 	Burst, Queue int
-	Drop         mech.CreditDrop
+	Policy       mech.LanePolicy // nil: the lane drops what finds it full
 }
 
 func init() {
@@ -24,7 +24,7 @@ func init() {
 		New: func(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			for i, p := range ports {
 				if c, ok := p.Config.(*laneTesterConfig); ok {
-					if err := sw.SetCreditLane(i, c.Rate, c.Burst, c.Queue, c.Drop); err != nil {
+					if err := sw.SetCreditLane(i, c.Rate, c.Burst, c.Queue, c.Policy); err != nil {
 						return nil, err
 					}
 				}
@@ -89,7 +89,7 @@ func TestCreditLaneMetersDropsAndCounts(t *testing.T) {
 		l[0].Inject(credit)
 		settle(s)
 		perTick[clk.t] += l[1].SentCount - before
-		if tk := s.ports[1].credit.bucket.Tokens(clk.t); tk > 168 {
+		if tk := s.ports[1].tm.Credit().Tokens(clk.t); tk > 168 {
 			t.Fatalf("bucket holds %d B, more than its 2 credits", tk)
 		}
 	}
@@ -121,24 +121,5 @@ func TestCreditLaneMetersDropsAndCounts(t *testing.T) {
 	}
 	if shaper.WireBytes(uint32(len(credit))) != 84 {
 		t.Fatal("a credit must cost 84 bytes on the wire")
-	}
-}
-
-// TestCreditLaneHoldsItsQueueLength: a lane of 10 credits holds 10, not
-// the 16 its ring rounds up to.
-func TestCreditLaneHoldsItsQueueLength(t *testing.T) {
-	s, l, _ := testSwitch(t, 2, 1, 4096, func(c *Config) {
-		c.Ports[1].Mechanisms = []MechConfig{{Name: "test-credit-lane", Config: &laneTesterConfig{Rate: 8 * 84 * 10000, Burst: 168, Queue: 10}}}
-	})
-	l[1].Inject(udp(1, 2, 10))
-	settle(s)
-	for i := 0; i < 20; i++ {
-		l[0].Inject(udp(2, 1, 10))
-	}
-	settle(s)
-	st, _ := s.CreditLane(1)
-	// The pass takes all 20 in before it sends: 10 queued, 10 dropped, then 2 leave.
-	if st.Sent != 2 || st.Queued != 8 || st.Dropped != 10 {
-		t.Fatalf("20 credits at once into a lane of 10 with a bucket of 2: %+v", st)
 	}
 }

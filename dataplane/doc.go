@@ -10,12 +10,13 @@
 //
 // Each worker runs to completion over batches of up to BatchSize frames:
 // it receives a batch on each rx socket it owns, parses and classifies it
-// in place, and enqueues each packet on its egress port's scheduler. When
-// another worker owns that egress port, the packet crosses over a lock-free
-// single-producer single-consumer handoff ring (one per worker and port).
-// The owner of each egress port drains its handoff rings into the
-// scheduler, then pulls packets from the scheduler as long as the port's
-// shaper allows and its tx ring has room.
+// in place, and hands each packet to its egress port's traffic manager
+// (package tm). When another worker owns that egress port, the packet
+// crosses over a lock-free single-producer single-consumer handoff ring
+// (one per worker and port). The owner of each egress port drains its
+// handoff rings into the port's traffic manager, which decides what to
+// admit and what may leave (lanes, scheduler, shaper, delay line); the
+// worker puts what leaves on the tx ring as long as it has room.
 //
 // # Frames
 //
@@ -37,4 +38,33 @@
 // workers are lock-free. Counters are per worker and read by the metrics
 // goroutine with atomic loads. An idle worker sleeps in ppoll() on its
 // sockets and an eventfd that other workers write when they hand it work.
+//
+// # Files
+//
+// Each file holds one thing and refers only to files listed before it
+// (types low, their users high), but that switch.go and worker.go name
+// each other's types:
+//
+//	link.go, memlink.go  Link, the socket a worker drives, and MemLink, one in memory
+//	spin.go              adaptive spinning before a worker sleeps
+//	umem.go              the UMEM and how it is split between the workers
+//	wake.go              how a worker sleeps and is woken (eventfd, ppoll)
+//	capture.go           mirroring a port's frames
+//	port.go              Port: identity, links and attach state, traffic manager, run-time settings
+//	router.go            the L3 tables and their config
+//	config.go            Config and PortConfig
+//	pool.go              a worker's frames: free lists, return rings
+//	switch.go, worker.go Switch and its accessors; the worker's state, grouped by what it serves
+//	emit.go              frames the switch emits
+//	jumbo.go             frames longer than a UMEM frame
+//	settings.go          changes while the switch runs
+//	stats.go             counters
+//	attach.go            ports going down and up, interfaces going and coming back
+//	egress.go            the egress pass over a port, by phase
+//	forward_l3.go        the L3 forwarding stage
+//	ingress.go           the ingress stages and dispatch
+//	rx.go                the receive phase
+//	loop.go              the worker's loop: a pass, sleeping
+//	threads.go           the workers' threads: start, stop, pinning
+//	build.go             New: a switch from its Config
 package dataplane

@@ -2,28 +2,19 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"net/netip"
 
 	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 )
 
-// emitter is a worker's mech.Emitter: frames the switch builds itself. They
-// come from the worker's free frames, the emit reserve included (received
-// frames and flooded copies never take the last emitReserve frames), are
-// built at pkt.Headroom into the frame, and go to the egress port's control
-// or credit lane: directly when this worker owns the port's egress, else
-// over the port's emit ring for this worker (never the data handoff ring).
-// The lanes are never paused. Only the worker's goroutine uses it.
-type emitter struct {
-	w    *worker
-	addr uint64 // the frame taken by the last Frame call (0: none)
-	port int
-	kind uint8
-}
+// The emitter's methods (the type is in worker.go): frames the switch
+// builds itself, and the choice of their port when it is to be routed.
 
 var _ mech.Emitter = (*emitter)(nil)
 
+// Frame implements mech.Emitter.
 func (e *emitter) Frame(port int, kind uint8) []byte {
 	w := e.w
 	if e.addr != 0 {
@@ -32,11 +23,11 @@ func (e *emitter) Frame(port int, kind uint8) []byte {
 	if port < mech.Routed || port >= len(w.s.ports) {
 		return nil
 	}
-	if port != mech.Routed && w.s.ports[port].down.Load() {
+	if port != mech.Routed && w.s.ports[port].link.down.Load() {
 		w.emitFail(port, kind)
 		return nil
 	}
-	base, ok := w.alloc(0)
+	base, ok := w.pool.alloc(0)
 	if !ok {
 		w.emitFail(port, kind)
 		return nil
@@ -45,13 +36,15 @@ func (e *emitter) Frame(port int, kind uint8) []byte {
 	return w.s.mem[e.addr : base+w.s.frameSize]
 }
 
+// Abort implements mech.Emitter.
 func (e *emitter) Abort() {
 	if e.addr != 0 {
-		e.w.release(e.addr)
+		e.w.pool.release(e.addr)
 		e.addr = 0
 	}
 }
 
+// Send implements mech.Emitter.
 func (e *emitter) Send(n int, lane pkt.Lane) bool {
 	w := e.w
 	if e.addr == 0 {
@@ -61,14 +54,14 @@ func (e *emitter) Send(n int, lane pkt.Lane) bool {
 	e.addr = 0
 	if n < pkt.EthHeaderLen || uint64(n) > w.s.frameSize-pkt.Headroom {
 		w.emitFail(e.port, e.kind)
-		w.release(addr)
+		w.pool.release(addr)
 		return false
 	}
 	if e.port == mech.Routed {
 		port, ok := w.routeEmitted(w.s.mem[addr : addr+uint64(n)])
-		if !ok || w.s.ports[port].down.Load() {
+		if !ok || w.s.ports[port].link.down.Load() {
 			w.emitFail(mech.Routed, e.kind)
-			w.release(addr)
+			w.pool.release(addr)
 			return false
 		}
 		e.port = port
@@ -77,20 +70,20 @@ func (e *emitter) Send(n int, lane pkt.Lane) bool {
 	if lane == pkt.LaneData {
 		lane = pkt.LaneControl
 	}
-	p := &w.pk
+	p := &w.tmp.pk
 	*p = pkt.Packet{Addr: addr, Len: uint32(n), TS: w.s.clock.Now(), InPort: uint16(e.port), OutPort: uint16(e.port),
 		Lane: lane, Ctl: e.kind, Flags: pkt.FlagControl}
 	port := w.s.ports[e.port]
-	if port.egress == w.id {
-		if !w.toLane(port, p, p.TS) {
+	if port.eg.owner == w.id {
+		if !port.tm.ToLane(p, p.TS) {
 			c.emitFailed[e.kind].Add(1)
 			return false
 		}
-	} else if port.emitIn[w.id].Push(w.pk1(p)) == 1 {
-		w.s.workers[port.egress].wakeIfSleeping()
+	} else if port.eg.emitIn[w.id].Push(w.pk1(p)) == 1 {
+		port.eg.wake.wakeIfSleeping()
 	} else {
 		c.emitFailed[e.kind].Add(1)
-		w.release(addr)
+		w.pool.release(addr)
 		return false
 	}
 	c.emitted[e.kind].Add(1)
@@ -99,8 +92,8 @@ func (e *emitter) Send(n int, lane pkt.Lane) bool {
 
 // pk1 returns p as a one-element slice of the worker's scratch.
 func (w *worker) pk1(p *pkt.Packet) []pkt.Packet {
-	w.one[0] = *p
-	return w.one[:]
+	w.tmp.one[0] = *p
+	return w.tmp.one[:]
 }
 
 // emitFail counts a failed emission of kind on port (or, for a frame that
@@ -151,4 +144,38 @@ func (w *worker) routeEmitted(frame []byte) (int, bool) {
 	}
 	port, ok := s.mac.Lookup(pkt.DstMAC(frame), s.clock.Now())
 	return int(port), ok
+}
+
+// arpRequest asks, on port, for the MAC of ip (a next hop not yet known).
+func (w *worker) arpRequest(port int, ip uint32) {
+	pt := w.s.ports[port]
+	var src uint32
+	for _, pf := range pt.addrs {
+		if pf.Addr().Is4() && pf.Contains(netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)})) {
+			src = be32(pf.Addr().As4())
+		}
+	}
+	if src == 0 {
+		return
+	}
+	buf := w.em.Frame(port, arpKind)
+	if buf == nil {
+		return
+	}
+	for i := 0; i < 6; i++ {
+		buf[i] = 0xff
+	}
+	copy(buf[6:12], pt.MAC)
+	binary.BigEndian.PutUint16(buf[12:], pkt.EtherTypeARP)
+	a := buf[14:]
+	binary.BigEndian.PutUint16(a[0:], 1)
+	binary.BigEndian.PutUint16(a[2:], pkt.EtherTypeIPv4)
+	a[4], a[5] = 6, 4
+	binary.BigEndian.PutUint16(a[6:], 1)
+	copy(a[8:14], pt.MAC)
+	binary.BigEndian.PutUint32(a[14:], src)
+	clear(a[18:24])
+	binary.BigEndian.PutUint32(a[24:], ip)
+	clear(buf[42:60])
+	w.em.Send(60, pkt.LaneControl)
 }

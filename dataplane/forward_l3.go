@@ -9,91 +9,6 @@ import (
 	"github.com/gswitch/gswitch/pkt"
 )
 
-// L3 configures the switch's routing: static routes over its L3 ports'
-// connected subnets, and static neighbours.
-type L3 struct {
-	Routes    []l3.Route   // static routes; each next hop names its port
-	Neighbors []L3Neighbor // static ARP/ND entries
-	ARPTTL    int64        // how long a neighbour learnt by ARP is kept (0 = 60 s)
-	ARPRetry  int64        // at most one ARP request per unresolved next hop per this long (0 = 100 ms)
-}
-
-// L3Neighbor is a static neighbour.
-type L3Neighbor struct {
-	IP   netip.Addr
-	MAC  [6]byte
-	Port int
-}
-
-// router is the switch's L3 state: the routes (connected subnets and
-// static routes, read-only once built) and the neighbour cache (lock-free,
-// written by ARP on any receiving worker).
-type router struct {
-	routes *l3.Table
-	nbrs   *l3.Neighbors
-	own4   map[uint32]int // the switch's IPv4 addresses -> port
-	retry  int64
-}
-
-const arpKind = 0 // emission counter kind of ARP requests (GC types start at 1)
-
-func (s *Switch) buildRouter(pcs []PortConfig, c L3) error {
-	var routes []l3.Route
-	r := &router{own4: map[uint32]int{}, retry: c.ARPRetry}
-	if r.retry == 0 {
-		r.retry = 100e6
-	}
-	for i, pc := range pcs {
-		for _, a := range pc.Addrs {
-			routes = append(routes, l3.Route{Prefix: a.Masked(), NextHops: []l3.NextHop{{Port: uint16(i)}}})
-			if a.Addr().Is4() {
-				r.own4[be32(a.Addr().As4())] = i
-			}
-		}
-	}
-	if len(routes) == 0 && len(c.Routes) == 0 {
-		return nil // an L2 switch
-	}
-	routes = append(routes, c.Routes...)
-	var err error
-	if r.routes, err = l3.NewTable(routes); err != nil {
-		return err
-	}
-	ttl := c.ARPTTL
-	if ttl == 0 {
-		ttl = 60e9
-	}
-	if r.nbrs, err = l3.NewNeighbors(4096, ttl); err != nil {
-		return err
-	}
-	for _, n := range c.Neighbors {
-		if err := r.nbrs.Static(n.IP, n.MAC, uint16(n.Port)); err != nil {
-			return err
-		}
-	}
-	s.router = r
-	return nil
-}
-
-func be32(b [4]byte) uint32 { return binary.BigEndian.Uint32(b[:]) }
-
-// Router exposes the L3 tables (routes, neighbours) for metrics and tools;
-// nil on an L2 switch.
-func (s *Switch) Routes() *l3.Table {
-	if s.router == nil {
-		return nil
-	}
-	return s.router.routes
-}
-
-// Neighbors is the neighbour cache; nil on an L2 switch.
-func (s *Switch) Neighbors() *l3.Neighbors {
-	if s.router == nil {
-		return nil
-	}
-	return s.router.nbrs
-}
-
 // forwardL3 is the forwarding stage of an L3 port: frames addressed to the
 // port's MAC are routed (longest prefix match over the connected subnets
 // and static routes, ECMP by a symmetric flow hash, TTL or hop limit
@@ -124,13 +39,6 @@ func (w *worker) forwardL3(in int, b *mech.Batch) {
 			p.DropWith(pkt.ReasonNotRouted)
 		}
 	}
-}
-
-func mac48(m []byte) uint64 {
-	if len(m) != 6 {
-		return 0
-	}
-	return pkt.DstMAC(m[:6:6])
 }
 
 // route4 routes an IPv4 packet.
@@ -269,40 +177,6 @@ func (w *worker) arp(in int, p *pkt.Packet, frame []byte) {
 	p.OutPort, p.Lane = uint16(in), pkt.LaneControl
 }
 
-// arpRequest asks, on port, for the MAC of ip (a next hop not yet known).
-func (w *worker) arpRequest(port int, ip uint32) {
-	pt := w.s.ports[port]
-	var src uint32
-	for _, pf := range pt.addrs {
-		if pf.Addr().Is4() && pf.Contains(netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)})) {
-			src = be32(pf.Addr().As4())
-		}
-	}
-	if src == 0 {
-		return
-	}
-	buf := w.em.Frame(port, arpKind)
-	if buf == nil {
-		return
-	}
-	for i := 0; i < 6; i++ {
-		buf[i] = 0xff
-	}
-	copy(buf[6:12], pt.MAC)
-	binary.BigEndian.PutUint16(buf[12:], pkt.EtherTypeARP)
-	a := buf[14:]
-	binary.BigEndian.PutUint16(a[0:], 1)
-	binary.BigEndian.PutUint16(a[2:], pkt.EtherTypeIPv4)
-	a[4], a[5] = 6, 4
-	binary.BigEndian.PutUint16(a[6:], 1)
-	copy(a[8:14], pt.MAC)
-	binary.BigEndian.PutUint32(a[14:], src)
-	clear(a[18:24])
-	binary.BigEndian.PutUint32(a[24:], ip)
-	clear(buf[42:60])
-	w.em.Send(60, pkt.LaneControl)
-}
-
 // echoReply4 answers an ICMP echo request to one of the switch's addresses
 // in place, back out of the port it came in on. It reports false for
 // anything else addressed to the switch.
@@ -353,12 +227,12 @@ func ipChecksum(h []byte) uint16 {
 // paths may differ until it is back). nil when every next hop is down.
 func (w *worker) pickUp(nhs []l3.NextHop, h uint32) *l3.NextHop {
 	nh := l3.Pick(nhs, h)
-	if nh == nil || !w.s.ports[nh.Port].down.Load() {
+	if nh == nil || !w.s.ports[nh.Port].link.down.Load() {
 		return nh
 	}
 	up := 0
 	for i := range nhs {
-		if !w.s.ports[nhs[i].Port].down.Load() {
+		if !w.s.ports[nhs[i].Port].link.down.Load() {
 			up++
 		}
 	}
@@ -367,7 +241,7 @@ func (w *worker) pickUp(nhs []l3.NextHop, h uint32) *l3.NextHop {
 	}
 	k := int((uint64(h) * uint64(up)) >> 32)
 	for i := range nhs {
-		if !w.s.ports[nhs[i].Port].down.Load() {
+		if !w.s.ports[nhs[i].Port].link.down.Load() {
 			if k == 0 {
 				return &nhs[i]
 			}
@@ -376,9 +250,6 @@ func (w *worker) pickUp(nhs []l3.NextHop, h uint32) *l3.NextHop {
 	}
 	return nil
 }
-
-// icmpKind counts the ICMP errors the switch sends (emission kind).
-const icmpKind = 255
 
 // timeExceeded answers an IPv4 packet whose TTL expired with an ICMP time
 // exceeded (type 11) from the ingress port's address, quoting the packet's

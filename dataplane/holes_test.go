@@ -136,8 +136,8 @@ func TestEmitGetsOutWhenDataFillsEverything(t *testing.T) {
 	settle(s)
 	p1 := s.Ports()[1]
 	p1.PauseQueue(0)
-	in := s.Ports()[0].owner[0]
-	if p1.egress == in {
+	in := s.Ports()[0].link.workers[0]
+	if p1.eg.owner == in {
 		t.Skip("both ports on one worker")
 	}
 	// Worker `in` receives data for port 1 while port 1's worker does not run: the handoff ring fills.
@@ -160,7 +160,7 @@ func TestEmitGetsOutWhenDataFillsEverything(t *testing.T) {
 		t.Fatal("emission refused")
 	}
 	l[1].Record = true
-	s.Step(p1.egress)
+	s.Step(p1.eg.owner)
 	if len(l[1].Sent) == 0 || pkt.DstMAC(l[1].Sent[0]) != 0x0180c200000e {
 		t.Fatalf("the emitted frame did not leave first: %d frames sent", len(l[1].Sent))
 	}

@@ -20,12 +20,12 @@ func TestPausedPortSleeps(t *testing.T) {
 	settle(s)
 	clk.t += 1e6
 	settle(s)
-	w := s.ports[1].egw
+	w := s.workers[s.ports[1].eg.owner]
 	if n := l[1].SentCount; n != 0 {
 		t.Fatalf("%d frames left a paused queue", n)
 	}
-	if !queued(s.ports[1]) || !s.ports[1].idle {
-		t.Fatalf("port 1 after the pass: queued %v, idle %v; want frames queued and nothing eligible", queued(s.ports[1]), s.ports[1].idle)
+	if !s.ports[1].tm.Queued() || !s.ports[1].tm.Idle() {
+		t.Fatalf("port 1 after the pass: queued %v, idle %v; want frames queued and nothing eligible", s.ports[1].tm.Queued(), s.ports[1].tm.Idle())
 	}
 	// MemLinks have no descriptor to poll, so the worker looks every
 	// millisecond at most; the paused frames must not shorten that.
@@ -50,8 +50,8 @@ func TestPausedPortSleeps(t *testing.T) {
 		t.Fatal("the resume is seen twice")
 	}
 	settle(s)
-	if l[1].SentCount == 0 || s.ports[1].idle {
-		t.Fatalf("after the resume: %d frames sent, idle %v", l[1].SentCount, s.ports[1].idle)
+	if l[1].SentCount == 0 || s.ports[1].tm.Idle() {
+		t.Fatalf("after the resume: %d frames sent, idle %v", l[1].SentCount, s.ports[1].tm.Idle())
 	}
 	for i := 0; i < 10 && l[1].SentCount < 20; i++ {
 		clk.t += 1e6
@@ -92,7 +92,7 @@ func TestTxLate(t *testing.T) {
 		settle(s)
 		sent := l[1].SentCount - before
 		late := s.Counters(1).TxLateNs
-		t.Logf("catch-up %v: %d sent after the stall, late %d, tokens %d", c.catchup, sent, late, s.ports[1].shaper.Tokens(clk.t))
+		t.Logf("catch-up %v: %d sent after the stall, late %d, tokens %d", c.catchup, sent, late, s.ports[1].tm.Shaper().Tokens(clk.t))
 		if sent < c.minSent || late < c.minLate || late > c.maxLate {
 			t.Errorf("catch-up %v, stall %v: %d frames after the stall (want >= %d), %d ns late (want %d to %d)",
 				c.catchup, c.stall, sent, c.minSent, late, c.minLate, c.maxLate)
@@ -108,13 +108,13 @@ func TestEventfdWakeDrains(t *testing.T) {
 	s, _, clk := testSwitch(t, 2, 1, 4096, nil)
 	w := s.workers[0]
 	w.buildPoll()
-	if !w.unpollable {
+	if !w.nap.unpollable {
 		t.Fatal("MemLinks should leave the worker unpollable (a 1 ms bound on its sleep)")
 	}
-	w.wake()
+	w.nap.wake()
 	start := time.Now()
 	w.sleep(clk.t)
-	if got := w.wakeups.Load(); got != 1 {
+	if got := w.stats.wakeups.Load(); got != 1 {
 		t.Fatalf("a written eventfd gave %d wake-ups, want 1", got)
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
@@ -122,10 +122,10 @@ func TestEventfdWakeDrains(t *testing.T) {
 	}
 	// Drained: this sleep lasts until its 1 ms bound and counts no wake-up.
 	w.sleep(clk.t)
-	if got := w.wakeups.Load(); got != 1 {
+	if got := w.stats.wakeups.Load(); got != 1 {
 		t.Fatalf("after the wake-up the next sleep returned early (%d wake-ups): the eventfd was not drained", got)
 	}
-	if got := w.sleeps.Load(); got != 2 {
+	if got := w.stats.sleeps.Load(); got != 2 {
 		t.Fatalf("%d sleeps, want 2", got)
 	}
 }

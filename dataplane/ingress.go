@@ -23,9 +23,9 @@ func (w *worker) ingress(in int, n int, now int64) {
 	memLen := uint64(len(s.mem))
 	var bytes uint64
 	k := 0
-	capt := s.ports[in].capture.Load() != nil
+	capt := s.captures[in].Load()
 	for i := 0; i < n; i++ {
-		d := w.rxDescs[i]
+		d := w.rx.descs[i]
 		bytes += uint64(d.Len)
 		if d.Addr >= memLen {
 			c.drops[pkt.ReasonBadDesc].Add(1) // not a frame of ours: nothing to free
@@ -33,19 +33,19 @@ func (w *worker) ingress(in int, n int, now int64) {
 		}
 		if d.Len == 0 || d.Addr+uint64(d.Len) > s.frameEnd(d.Addr) {
 			c.drops[pkt.ReasonBadDesc].Add(1)
-			w.release(d.Addr)
+			w.pool.release(d.Addr)
 			continue
 		}
-		if capt {
-			w.mirror(s.ports[in], CaptureRx, s.mem[d.Addr:d.Addr+uint64(d.Len)], now)
+		if capt != nil {
+			capt.record(w.id, CaptureRx, s.mem[d.Addr:d.Addr+uint64(d.Len)], now)
 		}
-		p := &w.pkts[k]
+		p := &w.rx.pkts[k]
 		p.Addr, p.Len, p.InPort, p.OutPort, p.Queue, p.Rank, p.TS = d.Addr, d.Len, uint16(in), 0, 0, 0, now
 		p.Verdict, p.Reason, p.Lane, p.Meta = pkt.Forward, 0, pkt.LaneData, 0
 		if e := pkt.Parse(s.mem[d.Addr:d.Addr+uint64(d.Len)], p); e != pkt.OK {
 			c.malformed[e].Add(1)
 			c.drops[pkt.ReasonMalformed].Add(1)
-			w.release(d.Addr)
+			w.pool.release(d.Addr)
 			continue
 		}
 		k++
@@ -55,8 +55,8 @@ func (w *worker) ingress(in int, n int, now int64) {
 	if k == 0 {
 		return
 	}
-	b := &w.batch
-	b.Pkts, b.Now = w.pkts[:k], now
+	b := &w.rx.batch
+	b.Pkts, b.Now = w.rx.pkts[:k], now
 	w.control(in, b)
 	if s.ports[in].L3() {
 		w.forwardL3(in, b)
@@ -137,7 +137,7 @@ func (w *worker) control(in int, b *mech.Batch) {
 
 // controlHook calls the Control hook of packet i's type with a batch of one.
 func (w *worker) controlHook(in int, b *mech.Batch, i int) {
-	one := &w.ctlBatch
+	one := &w.rx.ctlBatch
 	one.Pkts, one.Mem, one.Now, one.Worker = b.Pkts[i:i+1], b.Mem, b.Now, b.Worker
 	w.s.control[b.Pkts[i].Ctl].Control(in, one)
 }
@@ -181,7 +181,7 @@ func (w *worker) dispatch(in int, b *mech.Batch) {
 		case pkt.Forward:
 			if int(p.OutPort) >= nports {
 				c.drops[pkt.ReasonBadDesc].Add(1)
-				w.release(p.Addr)
+				w.pool.release(p.Addr)
 				continue
 			}
 			w.stage(p)
@@ -190,9 +190,9 @@ func (w *worker) dispatch(in int, b *mech.Batch) {
 			w.floodPacket(p)
 		case pkt.Drop:
 			c.drops[p.Reason].Add(1)
-			w.release(p.Addr)
+			w.pool.release(p.Addr)
 		default: // Consume
-			w.release(p.Addr)
+			w.pool.release(p.Addr)
 		}
 	}
 	w.flushOut()
@@ -205,47 +205,49 @@ func (w *worker) dispatch(in int, b *mech.Batch) {
 func (w *worker) floodPacket(p *pkt.Packet) {
 	s := w.s
 	k := 0
+	flood := w.rx.flood
 	for i := range s.ports {
-		if i != int(p.InPort) && !s.ports[i].down.Load() && !s.ports[i].L3() { // the L2 ports are one bridge domain
-			w.flood[k] = uint16(i)
+		if i != int(p.InPort) && !s.ports[i].link.down.Load() && !s.ports[i].L3() { // the L2 ports are one bridge domain
+			flood[k] = uint16(i)
 			k++
 		}
 	}
 	if k == 0 {
 		w.ctr[p.InPort].drops[pkt.ReasonSamePort].Add(1)
-		w.release(p.Addr)
+		w.pool.release(p.Addr)
 		return
 	}
 	frame := s.mem[p.Addr : p.Addr+uint64(p.Len)]
-	for _, out := range w.flood[:k-1] {
-		base, ok := w.allocFor(p.Len, w.emitReserve)
+	for _, out := range flood[:k-1] {
+		base, ok := w.pool.allocFor(p.Len, w.pool.emitReserve)
 		if !ok {
 			w.ctr[out].drops[pkt.ReasonNoFrames].Add(1)
 			continue
 		}
 		addr := base + pkt.Headroom
 		copy(s.mem[addr:addr+uint64(len(frame))], frame)
-		w.pk = *p
-		w.pk.Addr, w.pk.OutPort, w.pk.Verdict = addr, out, pkt.Forward
-		w.stage(&w.pk)
+		c := &w.tmp.pk
+		*c = *p
+		c.Addr, c.OutPort, c.Verdict = addr, out, pkt.Forward
+		w.stage(c)
 	}
-	p.OutPort, p.Verdict = w.flood[k-1], pkt.Forward
+	p.OutPort, p.Verdict = flood[k-1], pkt.Forward
 	w.stage(p)
 }
 
 // stage queues p for its egress port; a full staging slice is flushed.
 func (w *worker) stage(p *pkt.Packet) {
 	o := p.OutPort
-	w.out[o] = append(w.out[o], *p)
-	if len(w.out[o]) == cap(w.out[o]) {
+	w.rx.out[o] = append(w.rx.out[o], *p)
+	if len(w.rx.out[o]) == cap(w.rx.out[o]) {
 		w.flushPort(int(o))
 	}
 }
 
 // flushOut sends every staged packet on.
 func (w *worker) flushOut() {
-	for i := range w.out {
-		if len(w.out[i]) > 0 {
+	for i := range w.rx.out {
+		if len(w.rx.out[i]) > 0 {
 			w.flushPort(i)
 		}
 	}
@@ -256,21 +258,18 @@ func (w *worker) flushOut() {
 // ring (a full ring drops and counts what does not fit).
 func (w *worker) flushPort(i int) {
 	port := w.s.ports[i]
-	h := w.out[i]
-	w.out[i] = h[:0]
-	if port.egress == w.id {
-		now := w.s.clock.Now()
-		for j := range h {
-			w.admit(port, &h[j], now)
-		}
+	h := w.rx.out[i]
+	w.rx.out[i] = h[:0]
+	if port.eg.owner == w.id {
+		w.admit(port, h, w.s.clock.Now())
 		return
 	}
-	n := port.in[w.id].Push(h)
+	n := port.eg.in[w.id].Push(h)
 	for _, p := range h[n:] {
 		w.ctr[i].drops[pkt.ReasonHandoffFull].Add(1)
-		w.release(p.Addr)
+		w.pool.release(p.Addr)
 	}
 	if n > 0 {
-		w.s.workers[port.egress].wakeIfSleeping()
+		port.eg.wake.wakeIfSleeping()
 	}
 }

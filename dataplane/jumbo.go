@@ -23,7 +23,7 @@ import (
 // which a frame is an address and a length everywhere.
 
 // gather turns the n descriptors just received on q into whole frames in
-// w.rxDescs, in place, and returns how many. A chain's buffers are copied
+// w.rx.descs, in place, and returns how many. A chain's buffers are copied
 // into a jumbo slot and freed; a chain may end in a later batch. A chain
 // longer than a slot, or one that finds no free slot, is dropped and
 // counted (ReasonTooLong, ReasonNoFrames) when its last buffer arrives.
@@ -32,10 +32,10 @@ func (w *worker) gather(q *rxQueue, n int) int {
 	k := 0
 	memLen := uint64(len(s.mem))
 	for i := 0; i < n; i++ {
-		d := w.rxDescs[i]
+		d := w.rx.descs[i]
 		more := d.Options&unix.XDP_PKT_CONTD != 0
 		if !q.inSlot && !more {
-			w.rxDescs[k] = d
+			w.rx.descs[k] = d
 			k++
 			continue
 		}
@@ -46,14 +46,14 @@ func (w *worker) gather(q *rxQueue, n int) int {
 		}
 		if !q.inSlot {
 			q.inSlot, q.slotLen, q.slotBad = true, 0, false
-			if len(w.jfree) == 0 {
+			if pl := &w.pool; len(pl.jfree) == 0 {
 				q.slotBad = true
 				w.ctr[q.port].drops[pkt.ReasonNoFrames].Add(1)
 			} else {
-				q.slot, q.hasSlot = w.jfree[len(w.jfree)-1], true
-				w.jfree = w.jfree[:len(w.jfree)-1]
+				q.slot, q.hasSlot = pl.jfree[len(pl.jfree)-1], true
+				pl.jfree = pl.jfree[:len(pl.jfree)-1]
 				q.slotOff = d.Addr & (s.frameSize - 1)
-				w.assembling.Add(1)
+				pl.assembling.Add(1)
 			}
 		}
 		end := d.Addr + uint64(d.Len)
@@ -67,7 +67,7 @@ func (w *worker) gather(q *rxQueue, n int) int {
 				q.slotLen += d.Len
 			}
 		}
-		w.release(d.Addr)
+		w.pool.release(d.Addr)
 		if more {
 			continue
 		}
@@ -75,7 +75,7 @@ func (w *worker) gather(q *rxQueue, n int) int {
 			w.endSlot(q, false)
 			continue
 		}
-		w.rxDescs[k] = afxdp.Desc{Addr: q.slot + q.slotOff, Len: q.slotLen}
+		w.rx.descs[k] = afxdp.Desc{Addr: q.slot + q.slotOff, Len: q.slotLen}
 		k++
 		w.endSlot(q, true)
 	}
@@ -89,9 +89,9 @@ func (w *worker) endSlot(q *rxQueue, kept bool) {
 		return
 	}
 	if q.hasSlot {
-		w.assembling.Add(-1)
+		w.pool.assembling.Add(-1)
 		if !kept {
-			w.jfree = append(w.jfree, q.slot)
+			w.pool.jfree = append(w.pool.jfree, q.slot)
 		}
 	}
 	q.inSlot, q.hasSlot, q.slotBad, q.slotLen, q.slot = false, false, false, 0, 0
@@ -108,49 +108,27 @@ func (w *worker) splitTx(descs []afxdp.Desc) []afxdp.Desc {
 		for {
 			ce := (a | (fs - 1)) + 1
 			if end <= ce {
-				w.txSplit[m] = afxdp.Desc{Addr: a, Len: uint32(end - a)}
+				w.eg.split[m] = afxdp.Desc{Addr: a, Len: uint32(end - a)}
 				m++
 				break
 			}
-			w.txSplit[m] = afxdp.Desc{Addr: a, Len: uint32(ce - a), Options: unix.XDP_PKT_CONTD}
+			w.eg.split[m] = afxdp.Desc{Addr: a, Len: uint32(ce - a), Options: unix.XDP_PKT_CONTD}
 			m++
 			a = ce
 		}
 	}
-	return w.txSplit[:m]
+	return w.eg.split[:m]
 }
 
-// chainTail reports whether addr, a completed or reclaimed tx address, is
-// a later buffer of a chain: a jumbo slot's UMEM frame other than its first.
-// The first buffer stands for the frame.
-func (s *Switch) chainTail(addr uint64) bool {
-	b, ok := s.slotBase(addr)
-	return ok && addr-b >= s.frameSize
-}
-
-// completeChains drops the later buffers of chains from the n completed
-// addresses in w.addrs and returns how many frames remain.
-func (w *worker) completeChains(n int) int {
+// completeChains drops the later buffers of chains from the completed
+// addresses in addrs, in place, and returns how many frames remain.
+func (w *worker) completeChains(addrs []uint64) int {
 	k := 0
-	for _, a := range w.addrs[:n] {
+	for _, a := range addrs {
 		if !w.s.chainTail(a) {
-			w.addrs[k] = a
+			addrs[k] = a
 			k++
 		}
 	}
 	return k
-}
-
-// allocFor takes a free frame that holds n bytes after the headroom: a
-// UMEM frame, or a jumbo slot.
-func (w *worker) allocFor(n uint32, keep int) (uint64, bool) {
-	if uint64(n) <= w.s.frameSize-pkt.Headroom {
-		return w.alloc(keep)
-	}
-	if !w.s.sg || len(w.jfree) == 0 || uint64(n) > w.s.slotBytes-pkt.Headroom {
-		return 0, false
-	}
-	a := w.jfree[len(w.jfree)-1]
-	w.jfree = w.jfree[:len(w.jfree)-1]
-	return a, true
 }

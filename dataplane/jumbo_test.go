@@ -116,14 +116,14 @@ func TestJumboTooLongAndNoSlot(t *testing.T) {
 	checkFrames(t, s)
 	// Take every slot, then send one more chain.
 	w := s.workers[0]
-	held := append([]uint64(nil), w.jfree...)
-	w.jfree = w.jfree[:0]
+	held := append([]uint64(nil), w.pool.jfree...)
+	w.pool.jfree = w.pool.jfree[:0]
 	l[0].Inject(udp(0xff, 1, 4000))
 	settle(s)
 	if c := s.Counters(0); c.Drops[pkt.ReasonNoFrames] != 1 || len(l[1].Sent) != 0 {
 		t.Fatalf("no slot: drops %d, sent %d", c.Drops[pkt.ReasonNoFrames], len(l[1].Sent))
 	}
-	w.jfree = append(w.jfree, held...)
+	w.pool.jfree = append(w.pool.jfree, held...)
 	s.Step(0) // publishes the free count
 	checkFrames(t, s)
 	// A frame that fits one UMEM frame still goes as one buffer.

@@ -97,7 +97,7 @@ func TestPausedQueueHoldsAndControlGoesFirst(t *testing.T) {
 	l[1].Record = true
 	ctrl := pkttest.Eth(pkttest.MAC(2), pkttest.MAC(0xfe), 0x8808, 0, 0)
 	ctrl = append(ctrl, make([]byte, 46)...)
-	em := s.Emitter(port.egress)
+	em := s.Emitter(port.eg.owner)
 	buf := em.Frame(1, 1)
 	if buf == nil || !em.Send(copy(buf, ctrl), pkt.LaneControl) {
 		t.Fatal("emit failed")

@@ -268,9 +268,10 @@ type Switch interface {
 	// (any goroutine, the egress worker's own ticks included).
 	ResumeQueue(port, q int)
 	// SetCreditLane meters port's credit lane to rateBits with a bucket of
-	// burst bytes and a queue of queueLen frames that drops as drop says.
-	// Call it from New.
-	SetCreditLane(port int, rateBits uint64, burst, queueLen int, drop CreditDrop) error
+	// burst bytes and a queue of queueLen frames; policy chooses which of
+	// the credits that arrive it keeps (nil: it drops those that find it
+	// full). Call it from New.
+	SetCreditLane(port int, rateBits uint64, burst, queueLen int, policy LanePolicy) error
 	// PortDown reports whether port is down (any goroutine).
 	PortDown(port int) bool
 	// TickSoon asks worker w to run h's Tick at its next pass, before the
@@ -282,33 +283,56 @@ type Switch interface {
 	CreditLane(port int) (CreditLaneStats, bool)
 }
 
-// CreditDrop is how a credit lane drops the credits it cannot carry.
-type CreditDrop uint8
+// LanePolicy decides which frames a metered lane (the credit lane,
+// Switch.SetCreditLane) keeps. The lane carries the frames, a FIFO under a
+// token bucket of its own; the policy, which a mechanism implements and
+// hands to the switch when it sets the lane up, chooses what becomes of
+// each frame that arrives. The lane calls it on the port's egress worker
+// only, once per arriving frame and once per frame it sends, so a policy
+// keeps its state (a random generator, averages, counts) without
+// synchronization; like a hook, it must not block, allocate or take locks.
+type LanePolicy interface {
+	// Arrive is told of a frame arriving at the lane at now: the lane
+	// holds queued frames and takes at most limit, and room says whether
+	// this one fits (fewer than limit frames queued, and its bytes fit).
+	// It returns what the lane does with the frame: LaneKeep queues it at
+	// the tail (a lane without room drops it instead), LaneDrop and
+	// LaneDropEarly drop it (LaneDropEarly counts it as dropped early, by
+	// the policy's choice rather than for want of room, as random early
+	// detection does), and LaneReplace(j) queues it in place of
+	// the frame j places before the tail (0: the last one queued), which
+	// the lane drops instead; if the lane holds no such frame, or the
+	// frame would not fit in its place, it drops the arrival. Drops are
+	// lane_full.
+	Arrive(queued, limit uint32, room bool, now int64) LaneVerdict
+	// Sent is told that the lane sent its head frame.
+	Sent()
+	// Reset is told that the port went down and the lane dropped every
+	// frame it held.
+	Reset()
+}
 
+// LaneVerdict is a LanePolicy's answer for one arriving frame: LaneKeep,
+// LaneDrop, LaneDropEarly, or LaneReplace(j) (a value of 0 or more).
+type LaneVerdict int32
+
+// Lane verdicts (see LanePolicy.Arrive).
 const (
-	// CreditDropTail drops only when the queue is full (the paper's
-	// switch). The credits that arrive between two of the lane's sends
-	// compete alike for the room (the worker reads its sockets one after
-	// another, where a switch sees their credits interleaved): a credit
-	// that finds the queue full is dropped, or takes the place of one of
-	// them, which is dropped instead.
-	CreditDropTail CreditDrop = iota
-	// CreditDropRandom drops each arriving credit with a probability that
-	// grows with the queue's average length, from 0 at half the queue to
-	// 1 at the full queue (random early detection on the credit
-	// queue), and as CreditDropTail when the queue is full. Every credit that
-	// arrives at about the same time has the same chance, however its
-	// sender spaces its credits: the uniform random drop ExpressPass's
-	// fairness rests on (section 3.1 of the paper).
-	CreditDropRandom
+	LaneKeep      LaneVerdict = -1 // queue it at the tail
+	LaneDrop      LaneVerdict = -2 // drop it
+	LaneDropEarly LaneVerdict = -3 // drop it, counted as an early drop: the policy's choice, not for want of room
 )
+
+// LaneReplace is the verdict that queues an arriving frame in place of the
+// frame j places before the lane's tail (0: the last one queued).
+func LaneReplace(j uint32) LaneVerdict { return LaneVerdict(min(j, 1<<31-1)) }
 
 // CreditLaneStats are the counters of a port's credit lane (see
 // Switch.SetCreditLane).
 type CreditLaneStats struct {
 	Sent       uint64 // credits that left the lane
 	Dropped    uint64 // credits the lane refused (also counted as lane_full drops)
-	Early      uint64 // of Dropped, those CreditDropRandom dropped before the queue was full
+	Early      uint64 // of Dropped, those the lane's policy dropped early (LaneDropEarly: ExpressPass's credit_drop: random)
 	Queued     uint32 // credits waiting now (as of the egress worker's last pass)
 	TokenBytes int64  // bytes in the lane's bucket at the egress worker's last pass
 	DepthBytes int64  // the bucket's depth

@@ -47,7 +47,11 @@
 //     charge max(len, 60) + 24 bytes per frame, so a credit costs 84 and a
 //     full data frame 1538 and the ratio is exact. A credit that finds the
 //     queue full is dropped (lane_full): the credit loss that receivers
-//     read as congestion.
+//     read as congestion. Which credits the lane keeps is this package's
+//     policy (lane.go), which New hands to the switch with the lane: the
+//     credits that arrive between two sends compete alike for the room
+//     (credit_drop: tail), and with credit_drop: random the lane also
+//     drops at random before it is full (random early detection).
 //   - Data takes the port's scheduler as any data; nothing else changes
 //     (section 3.1: the data queue stays small because its arrivals are
 //     scheduled by the credits). Traffic that is not credit-scheduled (TCP,

@@ -51,16 +51,16 @@ type Config struct {
 	CreditBurst int `yaml:"credit_burst"` // the credit meter's depth in credits (1-64; the paper: 2)
 	// CreditDrop is how the credit lane drops: tail (the default, the
 	// paper's switch) or random (random early detection on the credit
-	// queue, so every credit has the same chance: mech.CreditDropRandom).
+	// queue, so every credit has the same chance: CreditDropRandom).
 	CreditDrop string `yaml:"credit_drop"`
 }
 
 // drop is CreditDrop's policy (after Validate).
-func (c *Config) drop() mech.CreditDrop {
+func (c *Config) drop() CreditDrop {
 	if c.CreditDrop == "random" {
-		return mech.CreditDropRandom
+		return CreditDropRandom
 	}
-	return mech.CreditDropTail
+	return CreditDropTail
 }
 
 // Validate implements mech.Validator.
@@ -145,7 +145,8 @@ type XP struct {
 
 // New builds ExpressPass for a switch: a credit lane on every port where it
 // is enabled, metered to CreditRateBits of the port's rate with a bucket of
-// credit_burst credits and a queue of credit_queue credits.
+// credit_burst credits and a queue of credit_queue credits, which keeps
+// the credits as credit_drop says (lanePolicy).
 func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 	x := &XP{sw: sw, rx: make([]rx, len(ports)), ports: make([]*port, len(ports)), names: make([]string, len(ports))}
 	dscpFrom := ""
@@ -163,7 +164,8 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		} else if uint8(c.CreditDSCP) != x.dscp {
 			return nil, fmt.Errorf("port %s: credit_dscp %d differs from port %s's %d (the credit class is one DSCP per switch)", p.Name, c.CreditDSCP, dscpFrom, x.dscp)
 		}
-		if err := sw.SetCreditLane(i, CreditRateBits(p.RateBits), c.CreditBurst*CreditWireBytes, c.CreditQueue, c.drop()); err != nil {
+		rate := CreditRateBits(p.RateBits)
+		if err := sw.SetCreditLane(i, rate, c.CreditBurst*CreditWireBytes, c.CreditQueue, newLanePolicy(i, rate, c.drop())); err != nil {
 			return nil, fmt.Errorf("port %s: credit lane: %w", p.Name, err)
 		}
 		s := sw.Scheduler(i)

@@ -217,6 +217,23 @@ func TestCreditFromAHostPortIsACredit(t *testing.T) {
 	}
 }
 
+// TestCreditLaneHoldsItsQueueLength: a lane of 10 credits holds 10, not
+// the 16 its ring rounds up to.
+func TestCreditLaneHoldsItsQueueLength(t *testing.T) {
+	c := defaults()
+	c.CreditQueue = 10
+	h := l2Switch(t, 100e6, c)
+	for i := uint32(0); i < 20; i++ {
+		h.Links[0].Inject(credit(t, 10, flow(40000), i))
+	}
+	h.Settle()
+	st, _ := h.SW.CreditLane(1)
+	// The pass takes all 20 in before it sends: 10 queued, 10 dropped, then 2 leave.
+	if st.Sent != 2 || st.Queued != 8 || st.Dropped != 10 {
+		t.Fatalf("20 credits at once into a lane of 10 with a bucket of 2: %+v", st)
+	}
+}
+
 // TestConfigErrors: bad keys are named; a port without a rate is refused
 // with the fix; two ports with different credit classes are refused.
 func TestConfigErrors(t *testing.T) {

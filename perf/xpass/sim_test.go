@@ -8,10 +8,10 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/shaper"
 	"github.com/gswitch/gswitch/internal/fairness"
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/transport"
+	"github.com/gswitch/gswitch/tm/shaper"
 	"github.com/gswitch/gswitch/wire"
 )
 

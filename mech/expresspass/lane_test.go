@@ -1,25 +1,23 @@
-package dataplane
+package expresspass
 
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/shaper"
 	"github.com/gswitch/gswitch/pkt"
-	"github.com/gswitch/gswitch/queues"
+	"github.com/gswitch/gswitch/tm"
 )
 
 // testLane is a credit lane of limit credits metered to perSec credits a
-// second with a bucket of two, as SetCreditLane builds it.
-func testLane(t testing.TB, limit int, perSec uint64, random bool, seed uint64) *creditLane {
-	b, err := shaper.NewBucket(perSec*84*8, 168, 0)
+// second with a bucket of two, as the switch builds it (tm.Lane), under
+// ExpressPass's policy with the given drop and seed; it returns the lane
+// and its policy.
+func testLane(t testing.TB, limit int, perSec uint64, random bool, seed uint64) (*tm.Lane, *lanePolicy) {
+	pol := &lanePolicy{random: random, rng: seed | 1, gap: 1e9 / int64(perSec)}
+	l, err := tm.NewLane(perSec*84*8, 168, limit, 2048, 0, pol, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := queues.NewFIFO(uint64(limit)*2048, limit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &creditLane{q: q, limit: uint32(limit), bucket: b, random: random, rng: seed | 1, gap: 1e9 / int64(perSec)}
+	return l, pol
 }
 
 // credit is a 60-byte credit from source src with sequence number seq (in Addr).
@@ -32,26 +30,26 @@ func credit(src, seq uint32) pkt.Packet {
 // keep A's ten; the lane keeps each credit with the same chance (five of
 // each on average), and in their order.
 func TestCreditLaneFairWithinAPass(t *testing.T) {
-	l := testLane(t, 10, 1000, false, 7)
+	l, pol := testLane(t, 10, 1000, false, 7)
 	var scratch, out pkt.Packet
 	keptA, trials := 0, 4000
 	for trial := 0; trial < trials; trial++ {
-		l.sentSome()
+		pol.Sent()
 		dropped := 0
 		for src := uint32(0); src < 2; src++ {
 			for seq := uint32(0); seq < 10; seq++ {
 				p := credit(src, seq)
-				queued, evicted := l.push(&p, &scratch, 0)
+				queued, evicted := l.Push(&p, &scratch, 0)
 				if !queued || evicted {
 					dropped++
 				}
 			}
 		}
-		if dropped != 10 || l.q.Packets() != 10 {
-			t.Fatalf("trial %d: %d dropped, %d queued; want 10 and 10", trial, dropped, l.q.Packets())
+		if dropped != 10 || l.Len() != 10 {
+			t.Fatalf("trial %d: %d dropped, %d queued; want 10 and 10", trial, dropped, l.Len())
 		}
 		last := [2]int64{-1, -1}
-		for l.q.Pop(&out) {
+		for l.Remove(&out) {
 			src, seq := out.Addr>>32, int64(uint32(out.Addr))
 			if seq <= last[src] {
 				t.Fatalf("trial %d: source %d's credit %d after %d: the lane reordered", trial, src, seq, last[src])
@@ -72,7 +70,7 @@ func TestCreditLaneFairWithinAPass(t *testing.T) {
 // time, and returns the fraction of each one's credits the lane dropped.
 func laneLoss(t *testing.T, random bool) (a, b float64) {
 	const perSec = 10000
-	l := testLane(t, 32, perSec, random, 11)
+	l, _ := testLane(t, 32, perSec, random, 11)
 	var scratch, out pkt.Packet
 	var sent, lost [2]int
 	gap := int64(1e9 / perSec)
@@ -87,7 +85,7 @@ func laneLoss(t *testing.T, random bool) (a, b float64) {
 		for _, src := range arrive {
 			p := credit(src, uint32(sent[src]))
 			sent[src]++
-			queued, evicted := l.push(&p, &scratch, now)
+			queued, evicted := l.Push(&p, &scratch, now)
 			if !queued {
 				lost[p.Addr>>32]++
 			}
@@ -95,9 +93,7 @@ func laneLoss(t *testing.T, random bool) (a, b float64) {
 				lost[scratch.Addr>>32]++
 			}
 		}
-		for l.bucket.ReadyFor(now, 60) && l.q.Pop(&out) {
-			l.bucket.Take(60)
-			l.sentSome()
+		for l.Pop(now, &out) { // a send: the bucket allows it, the policy hears of it
 		}
 	}
 	return float64(lost[0]) / float64(sent[0]), float64(lost[1]) / float64(sent[1])
@@ -126,7 +122,7 @@ func FuzzCreditLane(f *testing.F) {
 			return
 		}
 		limit := int(ops[0])%64 + 1
-		l := testLane(t, limit, 100000, ops[1]&1 == 1, uint64(ops[1])+1)
+		l, _ := testLane(t, limit, 100000, ops[1]&1 == 1, uint64(ops[1])+1)
 		var scratch, out pkt.Packet
 		var pushed, dropped, sent int
 		var seq [4]uint32
@@ -141,7 +137,7 @@ func FuzzCreditLane(f *testing.F) {
 				p := credit(src, seq[src])
 				seq[src]++
 				pushed++
-				queued, evicted := l.push(&p, &scratch, now)
+				queued, evicted := l.Push(&p, &scratch, now)
 				for _, d := range []struct {
 					yes  bool
 					addr uint64
@@ -159,9 +155,7 @@ func FuzzCreditLane(f *testing.F) {
 					t.Fatal("a credit evicted for one that was not queued")
 				}
 			case 2: // a send, as the egress pass makes
-				if l.bucket.ReadyFor(now, 60) && l.q.Pop(&out) {
-					l.bucket.Take(60)
-					l.sentSome()
+				if l.Pop(now, &out) {
 					if gone[out.Addr] {
 						t.Fatalf("credit %x sent after it was dropped", out.Addr)
 					}
@@ -175,11 +169,11 @@ func FuzzCreditLane(f *testing.F) {
 			case 3:
 				now += int64(op) * 1000
 			}
-			if n := int(l.q.Packets()); n > limit {
+			if n := int(l.Len()); n > limit {
 				t.Fatalf("lane of %d holds %d", limit, n)
 			}
 		}
-		if q := int(l.q.Packets()); pushed != dropped+sent+q {
+		if q := int(l.Len()); pushed != dropped+sent+q {
 			t.Fatalf("%d pushed, %d dropped + %d sent + %d queued", pushed, dropped, sent, q)
 		}
 	})
@@ -192,17 +186,21 @@ func FuzzCreditLane(f *testing.F) {
 // Credits it drops early do not count among the arrivals that compete for
 // room.
 func TestCreditLaneRandomForgetsAnIdleQueue(t *testing.T) {
-	l := testLane(t, 8, 10000, true, 3)
-	l.avg = int64(l.limit) << 8 // the average at the whole queue: drop everything
+	const limit = 8
+	l, pol := testLane(t, limit, 10000, true, 3)
+	pol.avg = int64(limit) << 8 // the average at the whole queue: drop everything
 	var scratch pkt.Packet
 	p := credit(0, 0)
-	if queued, _ := l.push(&p, &scratch, 0); queued || l.arrived != 0 {
-		t.Fatalf("queued %v, arrivals %d: at a full average the credit is dropped early and not counted", queued, l.arrived)
+	if queued, _ := l.Push(&p, &scratch, 0); queued || pol.arrived != 0 {
+		t.Fatalf("queued %v, arrivals %d: at a full average the credit is dropped early and not counted", queued, pol.arrived)
+	}
+	if st := l.Stats(); st.Early != 1 || st.Dropped != 1 {
+		t.Fatalf("lane counters %+v: want the credit counted as dropped early", st)
 	}
 	for i := uint32(1); i <= 4; i++ {
 		p = credit(0, i)
-		if queued, _ := l.push(&p, &scratch, 1e9); !queued {
-			t.Fatalf("after a second of an empty lane credit %d was dropped (average %d/256)", i, l.avg)
+		if queued, _ := l.Push(&p, &scratch, 1e9); !queued {
+			t.Fatalf("after a second of an empty lane credit %d was dropped (average %d/256)", i, pol.avg)
 		}
 	}
 }

@@ -1,0 +1,360 @@
+package dataplane
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/dataplane/l2"
+	"github.com/gswitch/gswitch/dataplane/ring"
+	"github.com/gswitch/gswitch/mech"
+	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/queues"
+	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/tm"
+	"golang.org/x/sys/unix"
+)
+
+// New builds a switch over mem (the UMEM, a whole number of frameSize
+// frames) and links[i], the per-queue links of port i.
+func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, error) {
+	if len(cfg.Ports) == 0 || len(cfg.Ports) != len(links) {
+		return nil, fmt.Errorf("need one link list per port (%d ports, %d link lists)", len(cfg.Ports), len(links))
+	}
+	if len(cfg.Ports) > 4096 {
+		return nil, fmt.Errorf("too many ports (%d, at most 4096)", len(cfg.Ports))
+	}
+	if frameSize == 0 || frameSize&(frameSize-1) != 0 || len(mem)%int(frameSize) != 0 || frameSize < 2*pkt.Headroom {
+		return nil, fmt.Errorf("UMEM of %d bytes is not a whole number of %d-byte frames (at least %d B each)", len(mem), frameSize, 2*pkt.Headroom)
+	}
+	cfg, err := withDefaults(cfg, links)
+	if err != nil {
+		return nil, err
+	}
+	s := &Switch{cfg: cfg, clock: cfg.Clock}
+	s.umem = umem{mem: mem, frameSize: uint64(frameSize), numFrames: uint32(len(mem) / int(frameSize)), ranges: cfg.Workers}
+	if cfg.SharedBuffer == 0 {
+		cfg.SharedBuffer = uint64(len(mem)) / 2
+	}
+	s.buffer = queues.NewBuffer(cfg.SharedBuffer)
+	s.perWorker = s.numFrames / uint32(cfg.Workers)
+	if s.perWorker < 8*BatchSize {
+		return nil, fmt.Errorf("%d frames are too few for %d workers (need %d each)", s.numFrames, cfg.Workers, 8*BatchSize)
+	}
+	if err := s.sizeJumbo(&s.cfg); err != nil {
+		return nil, err
+	}
+	if cfg.MACPortLimit == 0 {
+		cfg.MACPortLimit = max(cfg.MACTableSize/2, 16)
+	}
+	if cfg.MACPortLimit < 0 {
+		cfg.MACPortLimit = 0 // no limit
+	}
+	if s.mac, err = l2.New(l2.Config{Size: cfg.MACTableSize, Aging: int64(cfg.MACAging), Ports: len(cfg.Ports),
+		PortLimit: cfg.MACPortLimit, MoveHold: int64(cfg.MACMoveHold)}); err != nil {
+		return nil, err
+	}
+	s.captures = make([]atomic.Pointer[Capture], len(cfg.Ports))
+	now := s.clock.Now()
+	for i, pc := range cfg.Ports {
+		p, err := s.newPort(i, pc, links[i], now)
+		if err != nil {
+			return nil, err
+		}
+		s.ports = append(s.ports, p)
+	}
+	if err := s.buildWorkers(); err != nil {
+		s.closeWorkers()
+		return nil, err
+	}
+	if err := s.assign(); err != nil {
+		return nil, err
+	}
+	if s.router, err = newRouter(s.ports, cfg.L3); err != nil {
+		s.closeWorkers()
+		return nil, err
+	}
+	if err := s.buildMechanisms(cfg.Ports); err != nil {
+		s.closeWorkers()
+		return nil, err
+	}
+	for _, w := range s.workers {
+		w.prime()
+	}
+	return s, nil
+}
+
+// withDefaults checks what cfg asks of the machine and fills in the
+// defaults of what it leaves out.
+func withDefaults(cfg Config, links [][]Link) (Config, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers()
+	}
+	nlinks := 0
+	for i, l := range links {
+		if len(l) == 0 {
+			return cfg, fmt.Errorf("port %q has no queues", cfg.Ports[i].Name)
+		}
+		nlinks += len(l)
+	}
+	cfg.Workers = min(cfg.Workers, nlinks)
+	if len(cfg.CPUs) > 0 {
+		var allowed unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+			return cfg, fmt.Errorf("cpus: reading the CPUs this process may use: %w", err)
+		}
+		for i, c := range cfg.CPUs {
+			if c < 0 || c >= 1024 || !allowed.IsSet(c) {
+				return cfg, fmt.Errorf("cpus[%d]: CPU %d is not one this process may run on (it may use %s); list CPUs from that set", i, c, cpuList(&allowed))
+			}
+		}
+	}
+	if cfg.SwitchID == 0 {
+		cfg.SwitchID = 1
+	}
+	if cfg.MACTableSize == 0 {
+		cfg.MACTableSize = 4096
+	}
+	if cfg.MACAging == 0 {
+		cfg.MACAging = 300 * time.Second
+	}
+	if cfg.HandoffSize == 0 {
+		cfg.HandoffSize = 1024
+	}
+	if cfg.SpinTime == 0 {
+		cfg.SpinTime = 50 * time.Microsecond
+	}
+	if cfg.QueueFrames == 0 {
+		cfg.QueueFrames = 0.5
+	}
+	if cfg.QueueFrames < 0.05 || cfg.QueueFrames > 0.9 {
+		return cfg, fmt.Errorf("queue frames fraction %v out of range [0.05, 0.9]", cfg.QueueFrames)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = monoClock{time.Now()}
+	}
+	return cfg, nil
+}
+
+// newPort builds port i from pc over its links: its identity and its
+// traffic manager (the workers are assigned later).
+func (s *Switch) newPort(i int, pc PortConfig, links []Link, now int64) (*Port, error) {
+	p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: pc.MAC}
+	p.link.tx = links[0]
+	p.link.links.Store(&links)
+	if len(p.MAC) != 6 {
+		p.MAC = net.HardwareAddr{0x02, 0x67, 0x73, byte(s.cfg.SwitchID >> 8), byte(s.cfg.SwitchID), byte(i)}
+	}
+	if pc.BufferBytes == 0 {
+		pc.BufferBytes = 1 << 20
+	}
+	if pc.MaxPackets == 0 {
+		pc.MaxPackets = int(min(pc.BufferBytes/128, 8192))
+	}
+	if pc.Scheduler == "" {
+		pc.Scheduler = "fifo"
+	}
+	var mnames []string
+	for _, m := range pc.Mechanisms {
+		mnames = append(mnames, m.Name)
+	}
+	if mech.SetsQueue(mnames) {
+		pc.Classify = sched.Classifier{By: "queue"} // a mechanism assigns the queues
+	}
+	if err := p.tm.Init(tm.Config{Index: i, Scheduler: pc.Scheduler,
+		Params: sched.Params{Queues: pc.Queues, PortBytes: pc.BufferBytes, PortPackets: pc.MaxPackets, QueueBytes: pc.QueueBytes,
+			Alpha: s.cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify},
+		RateBits: pc.RateBits, Burst: pc.BurstBytes, CatchUp: int64(s.cfg.CatchUp), MaxFrame: uint32(max(pc.MaxFrame, 0)), Now: now}); err != nil {
+		return nil, fmt.Errorf("port %q: %w", pc.Name, err)
+	}
+	p.run.rateBits.Store(p.tm.Shaper().RateBits())
+	if q, ok := p.tm.Scheduler().(quantumSetter); ok {
+		p.run.quantum.Store(int64(q.Quantum()))
+	}
+	p.addrs = pc.Addrs
+	if pc.RxDelayNs < 0 || pc.RxDelayNs > 1e9 {
+		return nil, fmt.Errorf("port %q: rx delay %d ns out of range [0, 1 s]", pc.Name, pc.RxDelayNs)
+	}
+	p.link.rxDelayNs = pc.RxDelayNs
+	if pc.DelayNs < 0 || pc.DelayNs > 1e9 {
+		return nil, fmt.Errorf("port %q: delay %d ns out of range [0, 1 s]", pc.Name, pc.DelayNs)
+	}
+	p.tm.SetDelay(pc.DelayNs, pc.RateBits)
+	return p, nil
+}
+
+// buildWorkers builds the workers over their ranges of the UMEM, and the
+// frame budget of the traffic manager: the data queues may hold
+// Config.QueueFrames of each range's frames.
+func (s *Switch) buildWorkers() error {
+	limits := make([]int64, s.cfg.Workers)
+	for w := range limits {
+		lo, hi, jlo := s.rangeOf(w)
+		n := (jlo - lo) / s.frameSize // frames outside the jumbo slots
+		var slots uint64
+		if s.sg {
+			slots = (hi - jlo) / s.slotBytes
+		}
+		limits[w] = int64(float64(n+slots) * s.cfg.QueueFrames)
+	}
+	s.frames = tm.NewFrames(s.frameSize, s.perWorker, limits)
+	pools := make([]*framePool, s.cfg.Workers)
+	for w := 0; w < s.cfg.Workers; w++ {
+		wk, err := newWorker(s, w)
+		if err != nil {
+			return err
+		}
+		s.workers = append(s.workers, wk)
+		pools[w] = &wk.pool
+	}
+	for _, wk := range s.workers {
+		wk.pool.peers = pools
+	}
+	return nil
+}
+
+// assign gives the ports' sockets to the workers round-robin; a port's
+// egress goes with its first socket.
+func (s *Switch) assign() error {
+	k := 0
+	for _, p := range s.ports {
+		p.link.workers = make([]int, len(p.Links()))
+		for q, l := range p.Links() {
+			w := s.workers[k%s.cfg.Workers]
+			p.link.workers[q] = w.id
+			rq := &rxQueue{link: l, port: p.Index, queue: q}
+			if p.link.rxDelayNs > 0 {
+				rq.dly = tm.NewDelayLine(int(min(p.link.rxDelayNs*(10e9/8)/84/1e9+4*BatchSize, 1<<16)))
+			}
+			w.rx.queues = append(w.rx.queues, rq)
+			k++
+		}
+		eg := s.workers[p.link.workers[0]]
+		p.eg.owner, p.eg.wake = eg.id, &eg.nap
+		eg.eg.ports = append(eg.eg.ports, p)
+		p.tm.Serve(eg.eg.tm)
+		p.eg.in = make([]*ring.SPSC[pkt.Packet], s.cfg.Workers)
+		p.eg.emitIn = make([]*ring.SPSC[pkt.Packet], s.cfg.Workers)
+		for w := range s.workers {
+			if w == p.eg.owner {
+				continue
+			}
+			var err error
+			if p.eg.in[w], err = ring.New[pkt.Packet](nextPow2(s.cfg.HandoffSize)); err != nil {
+				return err
+			}
+			if p.eg.emitIn[w], err = ring.New[pkt.Packet](256); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// buildMechanisms creates one instance of every mechanism enabled on some
+// port and wires its hooks into the ports' lists.
+func (s *Switch) buildMechanisms(pcs []PortConfig) error {
+	var names []string
+	seen := map[string]bool{}
+	for _, pc := range pcs {
+		var on []string
+		for _, m := range pc.Mechanisms {
+			on = append(on, m.Name)
+			if !seen[m.Name] {
+				seen[m.Name] = true
+				names = append(names, m.Name)
+			}
+		}
+		if err := mech.Check(on, schedName(pc)); err != nil {
+			return fmt.Errorf("port %q: %w", pc.Name, err)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		spec, _ := mech.Lookup(name)
+		ports := make([]mech.Port, len(s.ports))
+		for i, p := range s.ports {
+			ports[i] = mech.Port{Index: i, Name: p.Name, Role: p.Role, MAC: p.MAC, RateBits: p.tm.Shaper().RateBits(),
+				Queues: p.tm.Scheduler().NumQueues(), Scheduler: schedName(pcs[i]), DelayNs: p.tm.DelayNs()}
+			for _, m := range pcs[i].Mechanisms {
+				if m.Name == name {
+					ports[i].Config = m.Config
+				}
+			}
+		}
+		inst, err := spec.New(s, ports)
+		if err != nil {
+			return fmt.Errorf("mechanism %s: %w", name, err)
+		}
+		s.mechs = append(s.mechs, mechInstance{name: name, inst: inst})
+		if h, ok := inst.(mech.ControlHook); ok {
+			for _, t := range spec.Controls {
+				s.control[t] = h
+			}
+		}
+		for _, w := range s.workers {
+			if h, ok := inst.(mech.TickHook); ok {
+				w.tickers = append(w.tickers, ticker{h: h})
+			}
+		}
+	}
+	// Per-port hook lists, in the order the port's config lists its mechanisms.
+	for i, pc := range pcs {
+		p := s.ports[i]
+		for _, m := range pc.Mechanisms {
+			inst := s.instance(m.Name)
+			p.mechs = append(p.mechs, m.Name)
+			p.tm.Hook(inst)
+			if h, ok := inst.(mech.IngressHook); ok {
+				p.ingressH = append(p.ingressH, h)
+			}
+		}
+	}
+	return nil
+}
+
+// schedName is the scheduler pc asks for.
+func schedName(pc PortConfig) string {
+	if pc.Scheduler == "" {
+		return "fifo"
+	}
+	return pc.Scheduler
+}
+
+func (s *Switch) instance(name string) mech.Instance {
+	for _, m := range s.mechs {
+		if m.name == name {
+			return m.inst
+		}
+	}
+	return nil
+}
+
+// sizeJumbo sets up jumbo slots when c.MaxFrame exceeds what one UMEM
+// frame holds after its headroom.
+func (u *umem) sizeJumbo(c *Config) error {
+	mf := c.MaxFrame
+	if mf < 0 || mf > MaxJumboFrame {
+		return fmt.Errorf("max frame %d B out of range [0, %d]", mf, MaxJumboFrame)
+	}
+	if uint64(mf) <= u.frameSize-pkt.Headroom {
+		return nil
+	}
+	u.sg = true
+	u.slotChunks = (uint64(mf) + pkt.Headroom + u.frameSize - 1) / u.frameSize
+	u.slotBytes = u.slotChunks * u.frameSize
+	if c.JumboSlots > 0 {
+		u.slotsPer = uint64(c.JumboSlots) / uint64(c.Workers)
+	} else {
+		u.slotsPer = uint64(u.perWorker) / 4 / u.slotChunks
+	}
+	if u.slotsPer < BatchSize {
+		return fmt.Errorf("%d jumbo slots of %d B per worker are too few (need %d): raise frames", u.slotsPer, u.slotBytes, BatchSize)
+	}
+	if used := u.slotsPer * u.slotChunks; used+8*BatchSize > uint64(u.perWorker) {
+		return fmt.Errorf("%d jumbo slots of %d frames per worker leave too few of its %d frames for the rest (need %d): raise frames or lower jumbo slots", u.slotsPer, u.slotChunks, u.perWorker, 8*BatchSize)
+	}
+	return nil
+}

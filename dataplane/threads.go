@@ -1,0 +1,124 @@
+package dataplane
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// The workers' threads: each worker is a goroutine locked to an OS thread
+// of its own, pinned, with the nice value and slice the config asks for.
+
+// Start runs every worker on its own goroutine, locked to an OS thread
+// (pinned to its CPU when Config.CPUs says so). An error (a worker could
+// not be pinned) leaves the other workers running: Stop them.
+func (s *Switch) Start() error {
+	s.started = true
+	pinned := make(chan error, len(s.workers))
+	for _, w := range s.workers {
+		s.wg.Add(1)
+		go func(w *worker) {
+			defer s.wg.Done()
+			// Locked for good: the thread's timer slack, CPU set, nice value
+			// and slice are the worker's, and a goroutine that exits locked
+			// takes its thread with it instead of handing those to others.
+			runtime.LockOSThread()
+			// Wake from ppoll when asked, not up to 50 us later (the kernel's
+			// default timer slack): link delays and shaped frames are timed by it.
+			unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+			if cpus := s.cfg.CPUs; len(cpus) > 0 {
+				cpu := cpus[w.id%len(cpus)]
+				var set unix.CPUSet
+				set.Set(cpu)
+				if err := unix.SchedSetaffinity(0, &set); err != nil {
+					pinned <- fmt.Errorf("cpus: pinning worker %d to CPU %d: %w", w.id, cpu, err)
+					return
+				}
+			}
+			if err := s.setSched(); err != nil {
+				pinned <- fmt.Errorf("worker %d: %w", w.id, err)
+				return
+			}
+			pinned <- nil
+			w.run()
+		}(w)
+	}
+	var err error
+	for range s.workers {
+		err = cmp.Or(err, <-pinned)
+	}
+	return err
+}
+
+// setSched gives the calling thread (a worker's) the configured nice value
+// and slice. Nice and slice are per thread in Linux; sched_setattr sets
+// both at once and keeps SCHED_OTHER.
+func (s *Switch) setSched() error {
+	if s.cfg.Nice == 0 && s.cfg.Slice == 0 {
+		return nil
+	}
+	a := unix.SchedAttr{Policy: 0 /* SCHED_OTHER */, Nice: int32(s.cfg.Nice), Runtime: uint64(s.cfg.Slice)}
+	err := unix.SchedSetAttr(0, &a, 0)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("nice: %d needs root or CAP_SYS_NICE (run gswitchd as root or set nice: 0): %w", s.cfg.Nice, err)
+	case errors.Is(err, unix.EINVAL) && s.cfg.Slice != 0:
+		return fmt.Errorf("slice: %v refused by the kernel (a slice for ordinary threads needs Linux 6.12; remove slice:): %w", s.cfg.Slice, err)
+	}
+	return fmt.Errorf("nice %d, slice %v: sched_setattr: %w", s.cfg.Nice, s.cfg.Slice, err)
+}
+
+// Stop stops the workers and waits for them. Frames still queued stay
+// where they are; Close releases the sockets.
+func (s *Switch) Stop() {
+	s.stopping.Store(true)
+	for _, w := range s.workers {
+		w.nap.wake()
+	}
+	s.wg.Wait()
+}
+
+// Close releases the workers' eventfds. Call after Stop.
+func (s *Switch) Close() error {
+	s.closeWorkers()
+	return nil
+}
+
+func (s *Switch) closeWorkers() {
+	for _, w := range s.workers {
+		w.nap.close()
+	}
+}
+
+// Step runs one pass of worker w's loop and reports whether it did any
+// work. Tests use it to drive the switch deterministically; do not mix it
+// with Start.
+func (s *Switch) Step(w int) bool { return s.workers[w].pass(s.clock.Now()) }
+
+// cpuList writes a CPU set as a list such as "0-3,6".
+func cpuList(set *unix.CPUSet) string {
+	var b []byte
+	for c := 0; c < 1024; c++ {
+		if !set.IsSet(c) {
+			continue
+		}
+		e := c
+		for e+1 < 1024 && set.IsSet(e+1) {
+			e++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "%d", c)
+		if e > c {
+			b = fmt.Appendf(b, "-%d", e)
+		}
+		c = e
+	}
+	return string(b)
+}
