@@ -104,7 +104,7 @@ func TestNewBuildsTheRouterOnce(t *testing.T) {
 	}
 	// The neighbour table is most of a router.
 	nbrs := allocated(func() {
-		if _, err := l3.NewNeighbors(4096, 60e9); err != nil {
+		if _, err := l3.NewNeighbors(4096, 60e9, l3.Ports(2)); err != nil { // as newRouter builds it for the two ports
 			t.Fatal(err)
 		}
 	})

@@ -156,10 +156,22 @@ func (w *worker) arp(in int, p *pkt.Packet, frame []byte) {
 			onLink = true
 		}
 	}
-	if onLink && spa != 0 {
-		s.router.nbrs.Learn4(spa, [6]byte(a[8:14]), uint16(in), p.TS)
-	}
 	owner, mine := s.router.own4[tpa]
+	if onLink && spa != 0 {
+		// A reply to us, or a request for our address on this port, may
+		// bind its sender (a reply only within the window of a request the
+		// switch sent); other ARP refreshes a binding at most (l3.ARP4).
+		kind := l3.ARPOther
+		if mine && owner == in && spa != tpa {
+			switch op {
+			case 2:
+				kind = l3.ARPReply
+			case 1:
+				kind = l3.ARPRequestForUs
+			}
+		}
+		s.router.nbrs.ARP4(spa, [6]byte(a[8:14]), uint16(in), kind, p.TS)
+	}
 	if op != 1 || !mine || owner != in {
 		p.Verdict = pkt.Consume
 		return

@@ -72,7 +72,7 @@ func newRouter(ports []*Port, c L3) (*router, error) {
 	if ttl == 0 {
 		ttl = 60e9
 	}
-	if r.nbrs, err = l3.NewNeighbors(4096, ttl); err != nil {
+	if r.nbrs, err = l3.NewNeighbors(4096, ttl, l3.Ports(len(ports))); err != nil {
 		return nil, err
 	}
 	for _, n := range c.Neighbors {
