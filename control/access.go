@@ -59,6 +59,7 @@ var Kinds = []Kind{
 	{"neighbors", TierRead, "the neighbour cache"},
 	{"flows", TierRead, "what the mechanisms report"},
 	{"stats", TierRead, "every port's counters"},
+	{"fidelity", TierRead, "how late the workers ran and the line time the ports lost"},
 	{"set", TierAdmin, "changes a port while gswitchd runs"},
 	{"reload", TierAdmin, "re-reads the config file and applies it"},
 	{"capture", TierAdmin, "shows the frames of a port"},

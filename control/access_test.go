@@ -294,7 +294,7 @@ func TestEveryCommandIsClassified(t *testing.T) {
 			t.Errorf("%s: %v", k.Cmd, err)
 		}
 	}
-	if strings.Join(Commands, " ") != "info health ports queues mac routes neighbors flows stats set reload capture" {
+	if strings.Join(Commands, " ") != "info health ports queues mac routes neighbors flows stats fidelity set reload capture" {
 		t.Errorf("Commands %v", Commands)
 	}
 }

@@ -26,7 +26,8 @@
 //	<- {"ok":false,"error":"p2: scheduler cannot change while gswitchd runs: ..."}
 //
 // Commands (docs/operations.md has every field): info, health, ports,
-// queues, mac, routes, neighbors, flows, stats, set, reload, capture.
+// queues, mac, routes, neighbors, flows, stats, fidelity, set, reload,
+// capture.
 // capture is the one that streams: after its response line the connection
 // carries binary capture records (see Record) until the capture ends; the
 // client may end it early by writing {"cmd":"stop"}.

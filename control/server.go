@@ -378,6 +378,8 @@ func (s *Server) Handle(req *Request) (any, error) {
 		return s.flows(req.Port, req.Limit)
 	case "stats":
 		return s.stats(), nil
+	case "fidelity":
+		return s.fidelityView(), nil
 	case "set":
 		return s.Set(req)
 	case "reload":

@@ -41,7 +41,7 @@ func dpConfig(c *config.Config) dataplane.Config {
 	d := dataplane.Config{SwitchID: uint16(c.SwitchID), Workers: 1}
 	for _, p := range c.Ports {
 		pc := dataplane.PortConfig{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), BurstBytes: int64(p.Burst), BufferBytes: uint64(p.Buffer),
-			Scheduler: p.Scheduler, Queues: p.Queues, Quantum: p.Quantum, Addrs: p.Addrs}
+			Scheduler: p.Scheduler, Queues: p.Queues, Quantum: p.Quantum, Addrs: p.Addrs, DelayNs: int64(p.Delay)}
 		for _, m := range p.Mechanisms {
 			pc.Mechanisms = append(pc.Mechanisms, dataplane.MechConfig{Name: m.Name, Config: m.Config})
 		}

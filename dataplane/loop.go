@@ -1,8 +1,23 @@
 package dataplane
 
 import (
+	"math"
+
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"golang.org/x/sys/unix"
+)
+
+// The worker measures how late it runs, for the fidelity metrics: each
+// timed wake-up (sleep), the gap between passes it made without sleeping
+// (step) and each mechanism's tick (pass), into histograms of fidelity's
+// buckets that only it writes (loopStats). Each costs a bucket look-up
+// and two atomic loads and stores, no lock and no allocation: once per
+// pass, per sleep or per tick, never per frame.
+const (
+	// noPass is lastPass after a sleep: the next pass has no gap to count.
+	noPass = math.MinInt64
+	// noTimer is sleepBounds' timer when nothing is due.
+	noTimer = math.MaxInt64
 )
 
 // prime readies the worker once it knows its sockets and ports: the fill
@@ -33,7 +48,7 @@ func (w *worker) run() {
 	idle := false // the passes since last found nothing
 	for !s.stopping.Load() {
 		now := s.clock.Now()
-		if w.pass(now) {
+		if w.step(now) {
 			if idle && spin > 0 {
 				sp.hit() // the spin ended in work
 			}
@@ -46,8 +61,7 @@ func (w *worker) run() {
 			continue
 		}
 		w.stats.spinning.Store(sp.on() && spin > 0)
-		w.sleep(now)
-		last = s.clock.Now()
+		last = w.sleep(now)
 		if spin > 0 {
 			if last-now < spin {
 				sp.hit() // woken soon: a spin would have caught it
@@ -57,6 +71,17 @@ func (w *worker) run() {
 		}
 		idle = false
 	}
+}
+
+// step is one pass at now. When the worker did not sleep since its last
+// pass, the time from that pass's start to now counts as a pass gap: the
+// pass's own work and any time the thread was runnable but not running.
+func (w *worker) step(now int64) bool {
+	if w.lastPass != noPass {
+		w.stats.passGap.Observe(now - w.lastPass)
+	}
+	w.lastPass = now
+	return w.pass(now)
 }
 
 // pass runs every stage once over what is ready and reports whether it did anything.
@@ -93,6 +118,9 @@ func (w *worker) pass(now int64) bool {
 	for i := range w.tickers {
 		t := &w.tickers[i]
 		if now >= t.next || t.soon.Load() {
+			if now >= t.next && t.next != 0 { // 0: the first tick, which asked for no time
+				w.stats.tickLate.Observe(now - t.next)
+			}
 			t.soon.Store(false)
 			t.next = t.h.Tick(w.id, now)
 			work = true
@@ -151,22 +179,33 @@ func (w *worker) buildPoll() {
 }
 
 // sleep blocks in ppoll until a socket has frames, another worker hands
-// over work, the next shaped frame may leave or a mechanism's timer is due.
-func (w *worker) sleep(now int64) {
-	timeout := w.sleepTimeout(now)
+// over work, the next shaped frame may leave or a mechanism's timer is
+// due, and returns the clock when it is back. A wake-up at or after the
+// first timer's deadline counts how late it came (wakeLate): ppoll's own
+// lateness, and the time the thread waited for a CPU after it. One before
+// the deadline (an event, or a bound that is no timer) counts nothing, nor
+// does a sleep that had no timer (the idle bound).
+func (w *worker) sleep(now int64) int64 {
+	timeout, timer := w.sleepBounds(now)
 	if timeout <= 0 {
-		return
+		return w.s.clock.Now()
 	}
 	z := &w.nap
 	z.sleeping.Store(true)
 	// A producer that pushed before seeing sleeping=true did not wake us: look once more.
 	if w.inboundPending() || w.s.stateGen.Load() != w.gen {
 		z.sleeping.Store(false)
-		return
+		return w.s.clock.Now()
 	}
 	w.stats.sleeps.Add(1)
-	if z.poll(timeout) <= 0 {
-		return
+	n := z.poll(timeout)
+	woke := w.s.clock.Now()
+	w.lastPass = noPass
+	if timer != noTimer && woke >= now+timer {
+		w.stats.wakeLate.Observe(woke - (now + timer))
+	}
+	if n <= 0 {
+		return woke
 	}
 	w.stats.wakeups.Add(1)
 	for i := range z.pollfds {
@@ -186,35 +225,47 @@ func (w *worker) sleep(now int64) {
 			w.s.SetPortDown(z.pollPort[i], true)
 		}
 	}
+	return woke
 }
 
 // sleepTimeout is how long the worker may sleep after a pass at now that
-// found nothing to do: until the first timer it has (a shaped frame, a
-// credit, the wire's delay, a mechanism's tick), or 0 to pass again at
-// once.
+// found nothing to do (sleepBounds' timeout).
 func (w *worker) sleepTimeout(now int64) int64 {
+	timeout, _ := w.sleepBounds(now)
+	return timeout
+}
+
+// sleepBounds returns how long the worker may sleep after a pass at now
+// that found nothing to do: until the first timer it has (a shaped frame,
+// a credit, the wire's delay, a mechanism's tick) or the first time it
+// must look again without a timer (completions to reap, a full tx ring, a
+// link it cannot poll), or 0 to pass again at once; and, apart, when that
+// first timer is due (noTimer: none), the deadline whose lateness sleep
+// counts.
+func (w *worker) sleepBounds(now int64) (timeout, timer int64) {
 	// Nothing to do on a timer: sleep until woken (a socket, another worker,
 	// a port state change). The bound only guards against a wake-up lost
 	// to a bug; an idle switch must cost nothing, so it is long.
-	timeout := int64(1e9)
+	look := int64(1e9)
+	timer = noTimer
 	for _, p := range w.eg.ports {
-		timeout = p.tm.SleepBound(now, timeout)
+		timer, look = p.tm.WakeBounds(now, timer, look)
 		if p.link.txOutstanding.Load() > 0 && !p.link.down.Load() {
-			timeout = min(timeout, 200e3) // completions to reap (a down port's tx ring does not move)
+			look = min(look, 200e3) // completions to reap (a down port's tx ring does not move)
 		}
 	}
 	for i := range w.tickers {
-		timeout = min(timeout, max(w.tickers[i].next-now, 0))
+		timer = min(timer, max(w.tickers[i].next-now, 0))
 	}
 	for _, q := range w.rx.queues {
 		if q.dly != nil && q.dly.Len() > 0 {
-			timeout = min(timeout, max(q.dly.Next()-now, 1))
+			timer = min(timer, max(q.dly.Next()-now, 1))
 		}
 	}
 	if w.nap.unpollable {
-		timeout = min(timeout, 1e6) // a link with no descriptor cannot wake us: look every millisecond
+		look = min(look, 1e6) // a link with no descriptor cannot wake us: look every millisecond
 	}
-	return timeout
+	return min(timer, look), timer
 }
 
 // inboundPending reports whether work came in that does not show on a

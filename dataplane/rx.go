@@ -77,8 +77,11 @@ func (w *worker) receiveDelayed(q *rxQueue, now int64) bool {
 		}
 	}
 	n := 0
-	for n < BatchSize && dl.Len() > 0 && dl.Next() <= now {
-		d := dl.Pop()
+	for n < BatchSize {
+		d, ok := dl.PopDue(now) // counts how late the frame leaves
+		if !ok {
+			break
+		}
 		w.rx.descs[n] = afxdp.Desc{Addr: d.Addr, Len: d.Len}
 		n++
 	}

@@ -1,6 +1,9 @@
 package dataplane
 
-import "github.com/gswitch/gswitch/pkt"
+import (
+	"github.com/gswitch/gswitch/fidelity"
+	"github.com/gswitch/gswitch/pkt"
+)
 
 // FrameCounts says where the UMEM's frames are.
 type FrameCounts struct {
@@ -77,6 +80,7 @@ type PortCounters struct {
 	RxPackets, RxBytes, TxPackets, TxBytes uint64
 	Flooded                                uint64 // frames received on this port that were flooded
 	TxLateNs                               uint64 // line time (ns) the shaped port lost while frames waited, its worker running later than the shaper's catch-up allows
+	CreditLateNs                           uint64 // the same for the port's credit lane's meter (0 without a credit lane)
 	Drops                                  [pkt.MaxReasons]uint64
 	Malformed                              [pkt.NumErrs]uint64
 	ControlRx                              [256]uint64 // control messages received, by GC type
@@ -87,7 +91,7 @@ type PortCounters struct {
 
 // Counters sums port i's counters over all workers (any goroutine).
 func (s *Switch) Counters(i int) PortCounters {
-	c := PortCounters{TxLateNs: s.ports[i].tm.LateNs()}
+	c := PortCounters{TxLateNs: s.ports[i].tm.LateNs(), CreditLateNs: s.ports[i].tm.CreditLateNs()}
 	for _, w := range s.workers {
 		k := &w.ctr[i]
 		c.RxPackets += k.rxPackets.Load()
@@ -126,10 +130,45 @@ func (s *Switch) Unrouted() (c [256]uint64) {
 type WorkerStats struct {
 	Passes, Sleeps, Wakeups uint64
 	Spinning                bool // at its last sleep, the worker was spinning before sleeping (spin.go)
+
+	// How late the worker ran, in fidelity's buckets (ns): its timed
+	// wake-ups (the clock after ppoll minus the deadline of the first timer
+	// it slept for, counted when the deadline had passed), the gaps between
+	// passes it made without sleeping in between (from one pass's start to
+	// the next's), and its mechanisms' ticks (when a tick ran minus when it
+	// asked to).
+	WakeLate, PassGap, TickLate fidelity.Counts
 }
 
 // WorkerStats returns worker w's counters (any goroutine).
 func (s *Switch) WorkerStats(w int) WorkerStats {
 	st := &s.workers[w].stats
-	return WorkerStats{Passes: st.passes.Load(), Sleeps: st.sleeps.Load(), Wakeups: st.wakeups.Load(), Spinning: st.spinning.Load()}
+	return WorkerStats{Passes: st.passes.Load(), Sleeps: st.sleeps.Load(), Wakeups: st.wakeups.Load(), Spinning: st.spinning.Load(),
+		WakeLate: st.wakeLate.Load(), PassGap: st.passGap.Load(), TickLate: st.tickLate.Load()}
+}
+
+// DelayErrors returns how late frames left port's delay lines against
+// their due time, in fidelity's buckets (ns): its egress delay line's and
+// those of its sockets with a receive delay, together. ok is false when
+// the port has neither delay (any goroutine).
+func (s *Switch) DelayErrors(port int) (c fidelity.Counts, ok bool) {
+	ok = s.ports[port].tm.DelayErrors(&c)
+	for _, w := range s.workers {
+		for _, q := range w.rx.queues {
+			if q.port == port && q.dly != nil {
+				q.dly.Errors(&c)
+				ok = true
+			}
+		}
+	}
+	return c, ok
+}
+
+// Timescale is K of the switch's timescale: the fabric it emulates runs K
+// times slower than this machine's clock (1: none). Metrics export it
+// (gswitch_timescale) and package fidelity scales frame times by it.
+func (s *Switch) Timescale() float64 {
+	// The switch-level timescale key is read here: until Config carries it,
+	// every switch runs at timescale 1.
+	return 1
 }

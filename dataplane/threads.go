@@ -96,9 +96,10 @@ func (s *Switch) closeWorkers() {
 }
 
 // Step runs one pass of worker w's loop and reports whether it did any
-// work. Tests use it to drive the switch deterministically; do not mix it
-// with Start.
-func (s *Switch) Step(w int) bool { return s.workers[w].pass(s.clock.Now()) }
+// work; the time since its last pass counts as a pass gap, as in the
+// running loop (WorkerStats.PassGap). Tests use it to drive the switch
+// deterministically; do not mix it with Start.
+func (s *Switch) Step(w int) bool { return s.workers[w].step(s.clock.Now()) }
 
 // cpuList writes a CPU set as a list such as "0-3,6".
 func cpuList(set *unix.CPUSet) string {

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gswitch/gswitch/dataplane/afxdp"
+	"github.com/gswitch/gswitch/fidelity"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/tm"
@@ -29,6 +30,7 @@ type worker struct {
 	ctr      []portCtr          // per port
 	unrouted [256]atomic.Uint64 // emissions to be routed that found no way out, by kind
 	lastICMP int64              // when this worker last sent an ICMP error (rate limit)
+	lastPass int64              // when the last pass began; noPass after a sleep (loop.go, step)
 	stats    loopStats
 }
 
@@ -88,6 +90,12 @@ type scratch struct {
 type loopStats struct {
 	passes, sleeps, wakeups atomic.Uint64
 	spinning                atomic.Bool // the worker spins before it sleeps (adaptive spinning; for metrics)
+
+	// How late the worker runs, in fidelity's buckets (ns), written by the
+	// worker alone (loop.go).
+	wakeLate fidelity.Recorder // timed wake-ups: the clock after ppoll minus the first timer's deadline, once it had passed
+	passGap  fidelity.Recorder // from one pass's start to the next's, when the worker did not sleep in between
+	tickLate fidelity.Recorder // mechanisms' ticks: when the tick ran minus when it asked to
 }
 
 // portCtr are a worker's counters for one port. Only the worker writes them.
@@ -121,7 +129,7 @@ type emitter struct {
 
 // newWorker builds worker id of s, over its range of the UMEM.
 func newWorker(s *Switch, id int) (*worker, error) {
-	w := &worker{id: id, s: s, lastICMP: -1e18}
+	w := &worker{id: id, s: s, lastICMP: -1e18, lastPass: noPass}
 	w.em.w = w
 	w.nap.efd = -1
 	if err := w.pool.init(&s.umem, id, &w.nap); err != nil {

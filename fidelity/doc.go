@@ -28,7 +28,10 @@
 // from 1 µs to 2^22 µs (4.19 s) and +Inf (Bucket, BucketBounds): Bucket is
 // cheap enough for a worker's every pass (no floating point, no
 // allocation), so gswitchd uses it to count its observations, and
-// PromBuckets to export the counts.
+// PromBuckets to export the counts. Recorder is the histogram gswitchd
+// keeps (one goroutine writes, any reads), Counts what it holds; its
+// Histogram method makes a Switch's histograms from the switch's own
+// counters, without a scrape (gswitchctl fidelity does).
 //
 // # Use
 //

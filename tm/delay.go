@@ -1,18 +1,33 @@
 package tm
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/gswitch/gswitch/fidelity"
+)
 
 // DelayLine is the wire of a link with a propagation delay: frames wait
 // here until they are due, in order. A port's egress puts the frames its
 // shaper released on it (Port.SetDelay); the dataplane keeps one per
 // socket of a port with a receive delay. The worker that owns it is the
-// only one to touch it; Published is for any goroutine.
+// only one to touch it; Published and Errors are for any goroutine.
+//
+// The line measures its own error: how late each frame PopDue takes off
+// leaves against its due time (the worker came back after the frame was
+// due), in a histogram of fidelity's buckets.
 type DelayLine struct {
 	buf    []Delayed
 	mask   uint32
 	hd, tl uint32
 	n      int
 	pub    atomic.Int64
+
+	// Frames PopDue took off since the last Publish that left equally
+	// late, not yet counted: the frames of one batch share their due time
+	// and leave in one pass, so they cost one bucket look-up.
+	pendLate int64
+	pendN    uint64
+	errs     fidelity.Recorder
 }
 
 // Delayed is a frame on a delay line.
@@ -45,7 +60,8 @@ func (d *DelayLine) Push(addr uint64, l uint32, due int64) {
 	d.n++
 }
 
-// Pop takes the first frame off the line (Len must be > 0).
+// Pop takes the first frame off the line, due or not, and counts no
+// lateness: a line that is emptied (Len must be > 0).
 func (d *DelayLine) Pop() Delayed {
 	x := d.buf[d.hd&d.mask]
 	d.hd++
@@ -53,8 +69,43 @@ func (d *DelayLine) Pop() Delayed {
 	return x
 }
 
-// Publish makes the line's length visible to Published.
-func (d *DelayLine) Publish() { d.pub.Store(int64(d.n)) }
+// PopDue takes the first frame off the line if it is due at now, and
+// reports whether it did; the frame's lateness (now - Due) goes into the
+// line's error histogram by the next Publish.
+func (d *DelayLine) PopDue(now int64) (Delayed, bool) {
+	if d.n == 0 {
+		return Delayed{}, false
+	}
+	x := d.buf[d.hd&d.mask]
+	if x.Due > now {
+		return Delayed{}, false
+	}
+	d.hd++
+	d.n--
+	late := now - x.Due
+	if d.pendN > 0 && late != d.pendLate {
+		d.errs.ObserveN(d.pendLate, d.pendN)
+		d.pendN = 0
+	}
+	d.pendLate = late
+	d.pendN++
+	return x, true
+}
+
+// Publish makes the line's length visible to Published, and the lateness
+// of the frames PopDue took off to Errors.
+func (d *DelayLine) Publish() {
+	if d.pendN > 0 {
+		d.errs.ObserveN(d.pendLate, d.pendN)
+		d.pendN = 0
+	}
+	d.pub.Store(int64(d.n))
+}
+
+// Errors adds the line's error histogram to dst: for each frame PopDue
+// took off, how late it left against its due time, in ns, as of the last
+// Publish (any goroutine).
+func (d *DelayLine) Errors(dst *fidelity.Counts) { d.errs.AddTo(dst) }
 
 // Published is the line's length as of the last Publish (any goroutine).
 func (d *DelayLine) Published() int64 { return d.pub.Load() }

@@ -22,8 +22,12 @@
 //   - the egress (Port.Send): what the shaper and the tx ring allow leaves
 //     the lanes and the scheduler, data through the mechanisms' Dequeued
 //     and Egress hooks; a port that goes down is flushed (Port.Flush);
-//   - how long the port's worker may sleep (Port.SleepBound), and the
-//     publication of depths for other goroutines (Port.Publish).
+//   - how long the port's worker may sleep (Port.SleepBound, or
+//     Port.WakeBounds, which tells a frame's due time from a look again),
+//     and the publication of depths for other goroutines (Port.Publish);
+//   - the fidelity counters: line time the shaper and the credit lane's
+//     meter lost (Port.LateNs, Port.CreditLateNs) and how late frames left
+//     the delay line (Port.DelayErrors).
 //
 // The mechanisms' Admit, Enqueued, Dropped, Dequeued and Egress hooks are
 // called here and nowhere else: admit.go and send.go.

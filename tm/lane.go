@@ -30,6 +30,7 @@ type Lane struct {
 	dropped atomic.Uint64 // frames the lane refused or gave up (lane_full)
 	early   atomic.Uint64 // of those, the ones the policy dropped early
 	tokens  atomic.Int64  // the bucket's bytes at the egress worker's last pass
+	late    atomic.Uint64 // line time (ns) the meter lost beyond its catch-up (written by the egress worker only)
 }
 
 // NewLane returns a lane metered to rateBits with a bucket of burst bytes
@@ -129,12 +130,21 @@ func (l *Lane) wait(now int64) int64 {
 }
 
 // publish ends the egress worker's pass: the bucket hears whether frames
-// wait, and the depth and tokens are published.
+// wait, and the depth, the tokens and the time the meter lost are
+// published.
 func (l *Lane) publish(now int64) {
 	l.bucket.Backlogged(!l.q.Empty())
 	l.q.Publish()
 	l.tokens.Store(l.bucket.Tokens(now))
+	if x := l.bucket.TakeLate(); x > 0 {
+		l.late.Store(l.late.Load() + uint64(x))
+	}
 }
+
+// LateNs is the line time (ns) the lane's meter lost while credits
+// waited, its worker running later than the catch-up allows: the credit
+// lane's counterpart of Port.LateNs (any goroutine).
+func (l *Lane) LateNs() uint64 { return l.late.Load() }
 
 // Depth is the lane's depth as of the egress worker's last pass (any goroutine).
 func (l *Lane) Depth() (uint64, uint32) { return l.q.Depth() }

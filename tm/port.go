@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/gswitch/gswitch/fidelity"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/queues"
 	"github.com/gswitch/gswitch/sched"
@@ -173,6 +174,26 @@ func (p *Port) Credit() *Lane { return p.credit }
 // LateNs is the line time (ns) the shaped port lost while frames waited,
 // its worker running later than the shaper's catch-up allows (any goroutine).
 func (p *Port) LateNs() uint64 { return p.late.Load() }
+
+// CreditLateNs is the line time (ns) the port's credit lane's meter lost
+// while credits waited (Lane.LateNs; 0 without a credit lane; any
+// goroutine).
+func (p *Port) CreditLateNs() uint64 {
+	if p.credit == nil {
+		return 0
+	}
+	return p.credit.LateNs()
+}
+
+// DelayErrors adds the error histogram of the port's delay line to dst
+// (DelayLine.Errors) and reports whether the port has one (any goroutine).
+func (p *Port) DelayErrors(dst *fidelity.Counts) bool {
+	if p.dline == nil {
+		return false
+	}
+	p.dline.Errors(dst)
+	return true
+}
 
 // Held counts the frames in the port's lanes and data queues as of the
 // egress worker's last pass (any goroutine).

@@ -17,8 +17,11 @@ func (p *Port) Send(out []pkt.Packet, now int64) (n int, moved bool) {
 		p.w.handDrops()
 		return n, false
 	}
-	for n < len(out) && dl.Len() > 0 && dl.Next() <= now {
-		d := dl.Pop()
+	for n < len(out) {
+		d, ok := dl.PopDue(now) // counts how late the frame leaves
+		if !ok {
+			break
+		}
 		out[n].Addr, out[n].Len = d.Addr, d.Len
 		n++
 	}
@@ -175,11 +178,22 @@ func (p *Port) dropAll(now int64) {
 
 // SleepBound returns how long, at most bound, the port's egress worker may
 // sleep after a pass at now that found nothing to do, for the port's sake:
-// until the shaper or the credit lane lets the next frame leave, or the
-// next frame on the delay line is due. A port whose queues hold only
-// paused frames sets no bound (a resume wakes the worker); one that has
-// frames eligible now (its tx ring was full) asks to look again soon.
+// WakeBounds' two bounds in one.
 func (p *Port) SleepBound(now, bound int64) int64 {
+	timer, look := p.WakeBounds(now, bound, bound)
+	return min(timer, look)
+}
+
+// WakeBounds returns how long, at most timer and look, the port's egress
+// worker may sleep after a pass at now that found nothing to do, for the
+// port's sake, in two parts. timer is when the port's next frame is due:
+// the shaper or the credit lane lets it leave, or the first frame on the
+// delay line is due; a worker that wakes after it is late (the fidelity
+// metrics count by how much). look is when to look again without a frame
+// being due: a port with frames eligible now (its tx ring was full).
+// A port whose queues hold only paused frames sets no bound (a resume
+// wakes the worker).
+func (p *Port) WakeBounds(now, timer, look int64) (int64, int64) {
 	if p.Queued() {
 		wait := p.shaper.Wait(now)
 		if p.credit != nil && !p.credit.Empty() {
@@ -189,16 +203,16 @@ func (p *Port) SleepBound(now, bound int64) int64 {
 		}
 		switch {
 		case wait > 0:
-			bound = min(bound, wait)
+			timer = min(timer, wait)
 		case p.idle:
 			// Nothing eligible (the queues hold only paused frames):
 			// an arrival, an emit or a resume wakes the worker.
 		default:
-			bound = min(bound, 20e3) // tx ring full: look again soon
+			look = min(look, 20e3) // tx ring full: look again soon
 		}
 	}
 	if dl := p.dline; dl != nil && dl.Len() > 0 {
-		bound = min(bound, max(dl.Next()-now, 1))
+		timer = min(timer, max(dl.Next()-now, 1))
 	}
-	return bound
+	return timer, look
 }

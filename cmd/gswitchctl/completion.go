@@ -47,14 +47,14 @@ _gswitchctl() {
 	-w) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "-s -o -timeout $(case $cmd in capture) echo -w -c -dir -snap -ring -q ;; top) echo -i -n ;; queues) echo -a ;; mac|flows) echo -n ;; health) echo -wait ;; esac)" -- "$cur"))
+		COMPREPLY=($(compgen -W "-s -o -timeout $(case $cmd in capture) echo -w -c -dir -snap -ring -q ;; top) echo -i -n ;; queues) echo -a ;; mac|flows) echo -n ;; health) echo -wait ;; fidelity) echo -interval -bounds ;; esac)" -- "$cur"))
 		return
 	fi
 	# the first positional argument after the command
 	local i n=0
 	for ((i = 2; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		-s|-o|-w|-c|-dir|-snap|-ring|-i|-n|-timeout|-wait) ((i++)) ;;
+		-s|-o|-w|-c|-dir|-snap|-ring|-i|-n|-timeout|-wait|-interval|-bounds) ((i++)) ;;
 		-*) ;;
 		*) ((n++)) ;;
 		esac

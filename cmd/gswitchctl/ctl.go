@@ -2,7 +2,7 @@ package main
 
 // The subcommands that talk to a running gswitchd over its control socket
 // (package control): ports, queues, mac, routes, neighbors, flows, top,
-// set, reload, capture, health, info; and completion. Each lives in its
+// fidelity, set, reload, capture, health, info; and completion. Each lives in its
 // own file; this one holds what they share.
 
 import (
@@ -33,6 +33,7 @@ var ctlCommands = []command{
 	{"neighbors", "the neighbour (ARP) cache of an L3 switch", neighborsMain},
 	{"flows", "what the mechanisms report: their state per port and the flows they know", flowsMain},
 	{"top", "live per-port rates, drops and queues, refreshing", topMain},
+	{"fidelity", "how late the workers ran and the line time ports lost; VALID or INVALID (exit 0 or 1)", fidelityMain},
 	{"set", "change a port's rate, burst, quantum or pause a queue while the switch runs", setMain},
 	{"reload", "re-read the config file and apply what may change while the switch runs", reloadMain},
 	{"capture", "capture a port's frames to pcapng or the terminal (gswitchctl capture -h)", captureMain},

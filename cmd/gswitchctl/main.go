@@ -2,6 +2,7 @@
 //
 //	gswitchctl ports | queues [PORT] | mac | routes | neighbors | flows [PORT]
 //	gswitchctl top                      live rates, refreshing
+//	gswitchctl fidelity [-interval D]   how late the workers ran; VALID or INVALID
 //	gswitchctl set PORT KEY VALUE       rate, burst, quantum, queue N pause|resume
 //	gswitchctl capture PORT [-w FILE.pcapng] [-c N] [FILTER]
 //	gswitchctl health | info | reload | completion bash

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gswitch/gswitch/dataplane"
+	"github.com/gswitch/gswitch/fidelity"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/sched"
 	"github.com/gswitch/gswitch/wire"
@@ -73,7 +74,14 @@ var (
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
 	dSpinning   = desc("worker_spinning", "1 while the worker polls for up to the spin time before it sleeps: it does so while frames mostly come within that time of each other (adaptive spinning).", "worker")
-	allDescs    = []*prometheus.Desc{dSpinning, dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dForged, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dTxLate, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	// The fidelity metrics (package fidelity reads them; docs/operations.md, Fidelity).
+	dTimescale  = desc("timescale", "K of the switch's timescale: the fabric it emulates runs K times slower than this machine's clock (1: none). Every time in these metrics is this machine's.")
+	dWakeLate   = desc("worker_wake_late_seconds", "How late the worker's timed wake-ups came: the clock after ppoll minus the deadline of the first timer it slept for (a shaped frame or credit may leave, a frame on a delay line is due, a mechanism's tick), counted when the deadline had passed. A wake-up by an event before the deadline, and a sleep with no timer, count nothing.", "worker")
+	dPassGap    = desc("worker_pass_gap_seconds", "Time from the start of one pass of the worker's loop to the start of the next, when it did not sleep in between: the pass's own work and any time its thread was runnable but not running.", "worker")
+	dTickLate   = desc("worker_tick_late_seconds", "How late the mechanisms' timers ran on the worker: when a tick ran minus when it had asked to.", "worker")
+	dCreditLate = desc("port_credit_late_seconds_total", "Line time the port's credit lane lost while credits waited to leave: its worker came back later than the lane's meter could make up (the top-level catchup key). 0 on a port without a credit lane.", "port")
+	dDelayErr   = desc("port_delay_error_seconds", "How late frames left the port's delay lines (delay and rx_delay) against the time they were due. Only ports with a delay.", "port")
+	allDescs    = []*prometheus.Desc{dTimescale, dWakeLate, dPassGap, dTickLate, dCreditLate, dDelayErr, dSpinning, dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dForged, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dTxLate, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -92,6 +100,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
 	}
+	histogram := func(d *prometheus.Desc, h *fidelity.Counts, l ...string) {
+		n, b := fidelity.PromBuckets(h.N[:])
+		ch <- prometheus.MustNewConstHistogram(d, n, float64(h.SumNs)/1e9, b, l...)
+	}
+	gauge(dTimescale, c.sw.Timescale())
 	for i, p := range c.sw.Ports() {
 		k := c.sw.Counters(i)
 		counter(dRxPackets, k.RxPackets, p.Name)
@@ -99,6 +112,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dTxPackets, k.TxPackets, p.Name)
 		counter(dTxBytes, k.TxBytes, p.Name)
 		ch <- prometheus.MustNewConstMetric(dTxLate, prometheus.CounterValue, float64(k.TxLateNs)/1e9, p.Name)
+		ch <- prometheus.MustNewConstMetric(dCreditLate, prometheus.CounterValue, float64(k.CreditLateNs)/1e9, p.Name)
+		if h, ok := c.sw.DelayErrors(i); ok {
+			histogram(dDelayErr, &h, p.Name)
+		}
 		counter(dFlooded, k.Flooded, p.Name)
 		for r := 1; r < pkt.NumReasons(); r++ {
 			counter(dDrops, k.Drops[r], p.Name, pkt.Reason(r).String())
@@ -204,6 +221,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			spinning = 1
 		}
 		gauge(dSpinning, spinning, ws)
+		histogram(dWakeLate, &st.WakeLate, ws)
+		histogram(dPassGap, &st.PassGap, ws)
+		histogram(dTickLate, &st.TickLate, ws)
 	}
 }
 
