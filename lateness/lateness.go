@@ -17,6 +17,7 @@
 package lateness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,9 @@ type Options struct {
 	// config's nice key), so that it competes for the CPUs as they do. A
 	// negative value needs root or CAP_SYS_NICE.
 	Nice int
+	// Slice is the probe thread's scheduler slice, the workers' (their
+	// config's slice key; 0: the kernel's default; Linux 6.12 and later).
+	Slice time.Duration
 }
 
 // Result is what a measurement saw: how late the thread woke after each
@@ -62,6 +66,7 @@ type Result struct {
 	Duration time.Duration // how long it sampled
 	Period   time.Duration
 	Nice     int
+	Slice    time.Duration
 	Wakeups  int
 	P50      time.Duration
 	P99      time.Duration
@@ -69,11 +74,16 @@ type Result struct {
 }
 
 // String writes the result for people: "lateness p50 12 us, p99 420 us,
-// max 3.1 ms over 3 s (24000 wake-ups 123 us apart, nice -10)".
+// max 3.1 ms over 3 s (24000 wake-ups 123 us apart, nice -10)" (and the
+// slice, when one was set).
 func (r Result) String() string {
-	return fmt.Sprintf("lateness p50 %s, p99 %s, max %s over %s (%d wake-ups %s apart, nice %d)",
+	sl := ""
+	if r.Slice != 0 {
+		sl = ", slice " + units.FormatDuration(r.Slice)
+	}
+	return fmt.Sprintf("lateness p50 %s, p99 %s, max %s over %s (%d wake-ups %s apart, nice %d%s)",
 		units.FormatDuration(r.P50), units.FormatDuration(r.P99), units.FormatDuration(r.Max), units.FormatDuration(r.Duration),
-		r.Wakeups, units.FormatDuration(r.Period), r.Nice)
+		r.Wakeups, units.FormatDuration(r.Period), r.Nice, sl)
 }
 
 // Measure samples, on a thread of its own, how late a timed sleep in ppoll
@@ -96,7 +106,7 @@ func Measure(ctx context.Context, o Options) (Result, error) {
 		// Locked for good: the thread's timer slack and nice value are the
 		// probe's, and the thread ends with the goroutine.
 		runtime.LockOSThread()
-		if err := probeThread(o.Nice); err != nil {
+		if err := probeThread(o.Nice, o.Slice); err != nil {
 			done <- out{err: err}
 			return
 		}
@@ -120,34 +130,27 @@ func Measure(ctx context.Context, o Options) (Result, error) {
 		return Result{}, got.err
 	}
 	if len(got.late) == 0 {
-		return Result{}, cmpErr(ctx.Err(), errors.New("no wake-up measured"))
+		return Result{}, cmp.Or(ctx.Err(), errors.New("no wake-up measured"))
 	}
 	r := Summarize(got.late)
-	r.Duration, r.Period, r.Nice = got.took, o.Period, o.Nice
+	r.Duration, r.Period, r.Nice, r.Slice = got.took, o.Period, o.Nice, o.Slice
 	return r, nil
 }
 
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
-// probeThread gives the calling (locked) thread a worker's timer slack and
-// nice value.
-func probeThread(nice int) error {
+// probeThread gives the calling (locked) thread a worker's timer slack,
+// nice value and slice.
+func probeThread(nice int, slice time.Duration) error {
 	// As gswitchd's workers: wake when asked, not up to 50 us later.
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	if nice == 0 {
+	if nice == 0 && slice == 0 {
 		return nil
 	}
-	a := unix.SchedAttr{Policy: 0 /* SCHED_OTHER */, Nice: int32(nice)}
+	a := unix.SchedAttr{Policy: 0 /* SCHED_OTHER */, Nice: int32(nice), Runtime: uint64(slice)}
 	if err := unix.SchedSetAttr(0, &a, 0); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("nice %d: needs root or CAP_SYS_NICE, as the switches' workers do: %w", nice, err)
 		}
-		return fmt.Errorf("nice %d: sched_setattr: %w", nice, err)
+		return fmt.Errorf("nice %d, slice %v: sched_setattr: %w", nice, slice, err)
 	}
 	return nil
 }

@@ -194,28 +194,42 @@ func (t *Topology) WithTimescale(k units.Timescale) (*Topology, error) {
 	return &c, nil
 }
 
-// workerNice is the nice value the switches' workers run at: the largest
-// (least favoured) of the switches' nice keys, 0 where none is given.
-func (t *Topology) workerNice() int {
-	nice := math.MinInt
+// workerSched is the nice value and slice the switches' workers run at,
+// for the probe: the largest (least favoured) of the switches' nice keys
+// (0 where none is given), and the longest of their slice keys if every
+// switch gives one (else 0, the kernel's default).
+func (t *Topology) workerSched() (nice int, slice time.Duration) {
+	nice = math.MinInt
+	all := true
 	for _, s := range t.Switches {
+		keys := mergeMaps(t.Defaults.Switch, s.Config)
 		n := 0
-		if v := lookup(mergeMaps(t.Defaults.Switch, s.Config), "nice"); v != nil {
+		if v := lookup(keys, "nice"); v != nil {
 			n, _ = strconv.Atoi(v.Value) // gswitchd refuses what is not a number
 		}
 		nice = max(nice, n)
+		var d time.Duration
+		if v := lookup(keys, "slice"); v != nil {
+			d, _ = units.ParseDuration(v.Value, 0)
+		}
+		all = all && d != 0
+		slice = max(slice, d)
 	}
-	return nice
+	if !all {
+		slice = 0
+	}
+	return nice, slice
 }
 
 // ChooseTimescale measures this machine (timescale: auto; for
 // timescale_probe, lateness.DefaultDuration if not given) at the switches'
-// nice value and returns the topology at the smallest K of the ladder that
+// nice value and slice and returns the topology at the smallest K of the ladder that
 // puts the lateness's 99th percentile under a frame time of the fastest
 // link at its rate / K, with the choice and its reasons. A K the
 // topology's bounds do not allow is an error that says which key bounds it.
 func (t *Topology) ChooseTimescale(ctx context.Context) (*Topology, *lateness.Choice, error) {
-	r, err := lateness.Measure(ctx, lateness.Options{Duration: t.TimescaleProbe, Nice: t.workerNice()})
+	nice, slice := t.workerSched()
+	r, err := lateness.Measure(ctx, lateness.Options{Duration: t.TimescaleProbe, Nice: nice, Slice: slice})
 	if err != nil {
 		return nil, nil, fmt.Errorf("timescale: auto: measuring this machine: %w", err)
 	}

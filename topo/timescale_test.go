@@ -156,8 +156,16 @@ func TestTimescaleAuto(t *testing.T) {
 	if f := tp.FastestBits(); f != 40e9 {
 		t.Errorf("fastest %d", f)
 	}
-	if n := tp.workerNice(); n != -5 {
-		t.Errorf("nice %d", n)
+	if n, sl := tp.workerSched(); n != -5 || sl != 0 {
+		t.Errorf("nice %d, slice %v", n, sl)
+	}
+	sw := strings.Replace(paper, "sw1: {}", "sw1: {config: {nice: -10, slice: 200us}}", 1)
+	if n, sl := mustTopo(t, sw).workerSched(); n != 0 || sl != 0 {
+		t.Errorf("one switch at nice -10 and slice 200us, one at the defaults: nice %d, slice %v", n, sl)
+	}
+	sw = strings.Replace(sw, "defaults:", "defaults:\n  switch: {nice: -5, slice: 100us}", 1)
+	if n, sl := mustTopo(t, sw).workerSched(); n != -5 || sl != 200*time.Microsecond {
+		t.Errorf("nice -10 and -5, slices 200us and 100us: nice %d, slice %v", n, sl)
 	}
 	k, key := tp.MaxTimescale()
 	if k != 250000 || key != "links[0].delay" {
@@ -245,4 +253,13 @@ func TestRunningTimescale(t *testing.T) {
 	if r := (&state{}).running(tp, o); !r.Timescale.One() || r.Timescale != 1 {
 		t.Fatalf("no timescale in the state: %v", r.Timescale)
 	}
+}
+
+func mustTopo(t *testing.T, src string) *Topology {
+	t.Helper()
+	tp, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
 }
