@@ -147,7 +147,9 @@ type PortInfo struct {
 	// on this machine's clock (every units.Duration x K, every units.Rate
 	// / K, except the fields tagged `timescale:"wall"`), and RateBits is
 	// the machine's rate: a mechanism uses K only for the fabric times it
-	// keeps as constants of its own (BFC's bitmap-period clamp).
+	// keeps as constants of its own (BFC's bitmap-period clamp). A default
+	// given in the value Spec.Config returns scales with the file's
+	// values; a fabric time Validate fills in must be multiplied by K.
 	Timescale units.Timescale
 }
 
