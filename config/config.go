@@ -17,6 +17,13 @@ import (
 type Config struct {
 	// SwitchID identifies the switch in the frames it emits (1..65535, default 1).
 	SwitchID int `yaml:"switch_id"`
+	// Timescale is the fabric's time dilation K (default 1; 1 to
+	// units.MaxTimescale): the file gives rates and times in the fabric's
+	// units, and the switch runs every rate divided by K and every time
+	// multiplied by K, except the wall-clock fields (tagged
+	// `timescale:"wall"`). Parse has applied it: every other field holds
+	// the value this machine runs (doc.go, "Timescale").
+	Timescale units.Timescale `yaml:"timescale"`
 	// Ports are the switch ports, in the order of their indices.
 	Ports []Port `yaml:"ports"`
 	// Workers is the number of forwarding goroutines (0 = half the CPUs, at least 1).
@@ -35,7 +42,7 @@ type Config struct {
 	// (default); 0: it sleeps at once. Spinning saves a wake-up when frames
 	// come less than Spin apart, and costs a CPU at those rates: several
 	// switches sharing a few CPUs with their hosts want 0 (docs/results.md).
-	Spin units.Duration `yaml:"spin"`
+	Spin units.Duration `yaml:"spin" timescale:"wall"`
 	// CPUs pins the workers: worker i runs on CPU CPUs[i mod len(CPUs)].
 	// Empty: the kernel places them. A worker that sleeps and is woken on
 	// an idle CPU waits for that CPU to come out of its idle state, which
@@ -52,13 +59,13 @@ type Config struct {
 	// 1.4 ms on our 2-CPU test machine). A shorter slice gives a woken
 	// worker an earlier deadline, so the kernel runs it at once instead of
 	// after the running task's slice.
-	Slice units.Duration `yaml:"slice"`
+	Slice units.Duration `yaml:"slice" timescale:"wall"`
 	// CatchUp is the line time a shaped port may make up at once after its
 	// worker ran late while frames waited, e.g. 5ms (default
 	// DefaultCatchUp; 0 = none: the port loses the time). A real line keeps
 	// sending from its NIC's ring while the CPU is away; a worker on a busy
 	// machine may be away for milliseconds (docs/results.md).
-	CatchUp units.Duration `yaml:"catchup"`
+	CatchUp units.Duration `yaml:"catchup" timescale:"wall"`
 	// Buffer is the packet buffer all egress queues share, e.g. 16MB (0: half the UMEM).
 	Buffer units.Size `yaml:"buffer"`
 	// Alpha is the dynamic threshold factor: a queue may hold Alpha x the free buffer (default 1; 0 turns it off).
@@ -95,11 +102,11 @@ type MACTable struct {
 	// Size is the number of slots (default 4096).
 	Size int `yaml:"size"`
 	// Aging forgets an address not seen for this long (default 300s).
-	Aging units.Duration `yaml:"aging"`
+	Aging units.Duration `yaml:"aging" timescale:"wall"`
 	// PortLimit is the most MACs learnt on one port (0: half the table; -1: no limit).
 	PortLimit int `yaml:"port_limit"`
 	// MoveHold is how long after moving to another port a MAC may not move again (default 1s; 0s: no hold).
-	MoveHold units.Duration `yaml:"move_hold"`
+	MoveHold units.Duration `yaml:"move_hold" timescale:"wall"`
 }
 
 // Port is one switch port.
@@ -184,7 +191,8 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse decodes YAML over Defaults and validates the result.
+// Parse decodes YAML over Defaults, puts the fabric's values on this
+// machine's clock (the timescale key) and validates the result.
 func Parse(b []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
@@ -197,6 +205,7 @@ func Parse(b []byte) (*Config, error) {
 	if err := decode(root.Content[0], reflect.ValueOf(&c).Elem(), ""); err != nil {
 		return nil, err
 	}
+	c.applyTimescale()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ const (
 func Defaults() Config {
 	return Config{
 		SwitchID:  DefaultSwitchID,
+		Timescale: 1,
 		Frames:    DefaultFrames,
 		FrameSize: DefaultFrameSize,
 		XDPMode:   DefaultXDPMode,

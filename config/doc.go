@@ -31,6 +31,44 @@
 // classification filled in), so that callers and a reload compare values,
 // not spellings: 5000us is no change from the default 5ms.
 //
+// # Timescale
+//
+// The timescale key, K (default 1), runs the switch as a scale model of a
+// faster fabric (time dilation): the file gives every rate and time in the
+// fabric's units (a 10Gbit link with a 4us delay), and Parse puts each on
+// this machine's clock, every units.Rate divided by K and every
+// units.Duration multiplied by K (10Mbit and 4ms at K = 1000). Byte counts
+// (buffers, bursts, thresholds) are the same on both clocks, and so is
+// every rate x time product. The scaling runs over the whole typed config
+// by reflection, after decoding and before validation, so that it reaches
+// the defaults the file left (a port's rtt, SFC's rtt) and every
+// mechanism's config struct with no code in the mechanism; and so that
+// every bound is checked on the value this machine runs, with errors that
+// show both clocks:
+//
+//	ports[2].delay: 4ms at timescale 1000 is 4s on this machine, more than the 1s a delay line holds (lower timescale or delay)
+//
+// A field that is a property of this machine rather than of the fabric is
+// tagged `timescale:"wall"` (units.TimescaleTag) and keeps the file's
+// value. The wall keys are spin, slice and catchup (how a worker waits and
+// the line time a shaper makes up after a late worker: this machine's
+// lateness), mac_table.aging and mac_table.move_hold (learning paced by the
+// hosts' own kernels, which run on the wall clock), and BFC's budget
+// (gswitchd's own traversal time, part of the default HRTT). Every other
+// Duration and Rate scales: ports' rate, rtt, delay and rx_delay; BFC's
+// hrtt, sticky, bitmap_period and watchdog; SFC's rtt, bloom_reset and
+// estimator_rate. Constants a mechanism keeps in its code get K through
+// mech.PortInfo.Timescale and mech.Port.Timescale (BFC's bitmap-period
+// clamp is fabric time; its 200ms watchdog floor is wall time). The
+// shaper's default burst, one millisecond of the port's rate, is wall time
+// (it absorbs a late worker), so it is one millisecond of the rate this
+// machine runs. docs/topology.md ("Timescale") has the whole list.
+//
+// Config.Timescale keeps K for whoever reports on both clocks
+// (units.Timescale's RateClocks and DurationClocks write "10 Mbit/s wall =
+// 10 Gbit/s fabric"). A reload refuses another timescale; gswitchctl set
+// rate takes the fabric's rate, as the file does.
+//
 // # Checks
 //
 // Every check runs once, here: the keys and the values' shapes while

@@ -100,18 +100,18 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s.name: %q is already the name of ports[%d] (port names must be unique)", f, p.Name, j)
 		}
 		names[p.Name] = i
-		if err := p.validate(f); err != nil {
+		if err := p.validate(f, c.Timescale); err != nil {
 			return err
 		}
 	}
 	return c.validateL3()
 }
 
-// validate checks port p (named f in errors) and fills in its defaults
-// that depend on other keys.
-func (p *Port) validate(f string) error {
+// validate checks port p (named f in errors) of a switch at timescale k
+// and fills in its defaults that depend on other keys.
+func (p *Port) validate(f string, k units.Timescale) error {
 	if p.Rate != 0 && (p.Rate < 8000 || p.Rate > 1e12) {
-		return fmt.Errorf("%s.rate: %s out of range (8kbit to 1Tbit)", f, p.Rate)
+		return rateBound(k, f, "rate", p.Rate, fmt.Sprintf("%s out of range (8kbit to 1Tbit)", p.Rate), "less than the 8kbit a port's shaper takes")
 	}
 	if p.Burst > MaxBurst {
 		return fmt.Errorf("%s.burst: %s is more than %d B (the shaper counts burst x 1e9 in 64 bits)", f, p.Burst, uint64(MaxBurst))
@@ -155,27 +155,28 @@ func (p *Port) validate(f string) error {
 		}
 	}
 	if p.Delay.D() > time.Second {
-		return fmt.Errorf("%s.delay: %s is longer than 1s", f, p.Delay)
+		return durationBound(k, f, "delay", p.Delay, fmt.Sprintf("%s is longer than 1s", p.Delay), "more than the 1s a delay line holds")
 	}
 	if p.RxDelay.D() > time.Second {
-		return fmt.Errorf("%s.rx_delay: %s is longer than 1s", f, p.RxDelay)
+		return durationBound(k, f, "rx_delay", p.RxDelay, fmt.Sprintf("%s is longer than 1s", p.RxDelay), "more than the 1s a delay line holds")
 	}
 	if p.RxQueues < 0 || p.RxQueues > 64 {
 		return fmt.Errorf("%s.rx_queues: %d out of range (0 = all rx queues, up to 64)", f, p.RxQueues)
 	}
-	return p.validateMechanisms(f)
+	return p.validateMechanisms(f, k)
 }
 
 // validateMechanisms runs each mechanism's own checks with what it may
 // know of the port, then the checks of the mechanisms together and with
 // the port's scheduler, and sets the port's classification to the
-// queue a mechanism chooses where one does.
-func (p *Port) validateMechanisms(f string) error {
-	info := mech.PortInfo{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), Scheduler: p.Scheduler, Queues: p.Queues, Uplink: p.Uplink}
+// queue a mechanism chooses where one does. On a scaled switch (k) a
+// mechanism's error also gives the file's value of the key it names.
+func (p *Port) validateMechanisms(f string, k units.Timescale) error {
+	info := mech.PortInfo{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), Scheduler: p.Scheduler, Queues: p.Queues, Uplink: p.Uplink, Timescale: k}
 	for _, m := range p.Mechanisms {
 		if v, ok := m.Config.(mech.Validator); ok {
 			if err := v.Validate(info); err != nil {
-				return fmt.Errorf("%s.mechanisms.%s.%w", f, m.Name, err)
+				return fmt.Errorf("%s.mechanisms.%s.%w", f, m.Name, mechanismError(k, m.Config, err))
 			}
 		}
 	}

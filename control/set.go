@@ -152,9 +152,24 @@ func parsePause(req *Request) (bool, error) {
 
 // The keys' setters.
 
+// setRateKey takes the rate in the fabric's units, as the config file
+// gives it: on a switch with a timescale K the port runs rate / K, and
+// the result shows both clocks.
 func (s *Server) setRateKey(p *dataplane.Port, pc *config.Port, _ *Request, rate units.Rate, res *SetResult) error {
-	res.Old, res.New = pc.Rate.String(), rate.String()
+	k := s.cfg.Timescale
+	rate = units.Rate(k.WallBits(uint64(rate)))
+	res.Old, res.New = rateText(k, pc.Rate), rateText(k, rate)
 	return s.applyShaper(p, pc, rate, pc.Burst, res)
+}
+
+// rateText shows a port's rate (this machine's): as the config writes it,
+// and on a scaled switch with the fabric's rate first (1Gbit fabric = 1Mbit
+// wall).
+func rateText(k units.Timescale, wall units.Rate) string {
+	if k.One() || wall == 0 {
+		return wall.String()
+	}
+	return units.Rate(k.FabricBits(uint64(wall))).String() + " fabric = " + wall.String() + " wall"
 }
 
 func (s *Server) setBurstKey(p *dataplane.Port, pc *config.Port, _ *Request, burst units.Size, res *SetResult) error {
@@ -280,6 +295,12 @@ func (s *Server) Apply(nc *config.Config) *ReloadResult {
 	refuse := func(field, why string) {
 		res.Refused = append(res.Refused, fmt.Sprintf("%s: %s (restart gswitchd to change it)", field, why))
 	}
+	if oc.Timescale != nc.Timescale {
+		// Every rate and time the file gives would run at another value:
+		// nothing of the new file is applied.
+		refuse("timescale", fmt.Sprintf("%s instead of %s: every rate and time of the switch would change", nc.Timescale, oc.Timescale))
+		return res
+	}
 	for _, f := range oc.Changes(nc) {
 		refuse(f, "only ports' rate, burst and quantum change while gswitchd runs")
 	}
@@ -306,7 +327,7 @@ func (s *Server) Apply(nc *config.Config) *ReloadResult {
 			if err := s.setRate(p, uint64(np.Rate), int64(np.Burst)); err != nil {
 				res.Refused = append(res.Refused, fmt.Sprintf("%s.rate: %v", field, err))
 			} else {
-				res.Applied = append(res.Applied, fmt.Sprintf("%s.rate: %s -> %s (burst %s -> %s)", field, op.Rate, np.Rate, sizeString(op.Burst), sizeString(np.Burst)))
+				res.Applied = append(res.Applied, fmt.Sprintf("%s.rate: %s -> %s (burst %s -> %s)", field, rateText(oc.Timescale, op.Rate), rateText(oc.Timescale, np.Rate), sizeString(op.Burst), sizeString(np.Burst)))
 				op.Rate, op.Burst = np.Rate, np.Burst
 			}
 		}

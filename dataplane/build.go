@@ -277,7 +277,7 @@ func (s *Switch) buildMechanisms(pcs []PortConfig) error {
 		ports := make([]mech.Port, len(s.ports))
 		for i, p := range s.ports {
 			ports[i] = mech.Port{Index: i, Name: p.Name, Role: p.Role, MAC: p.MAC, RateBits: p.tm.Shaper().RateBits(),
-				Queues: p.tm.Scheduler().NumQueues(), Scheduler: schedName(pcs[i]), DelayNs: p.tm.DelayNs()}
+				Queues: p.tm.Scheduler().NumQueues(), Scheduler: schedName(pcs[i]), DelayNs: p.tm.DelayNs(), Timescale: s.cfg.Timescale}
 			for _, m := range pcs[i].Mechanisms {
 				if m.Name == name {
 					ports[i].Config = m.Config

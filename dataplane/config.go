@@ -8,6 +8,7 @@ import (
 
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/units"
 )
 
 // BatchSize is the most frames a worker takes from one ring at a time.
@@ -95,4 +96,8 @@ type Config struct {
 	JumboSlots int   // 0 = a quarter of the UMEM's memory
 	Clock      Clock // nil = monotonic time
 	L3         L3    // routes and neighbours of the L3 ports
+	// Timescale is the switch's time dilation K (config timescale; 0 = 1),
+	// handed to the mechanisms (mech.Port.Timescale). Every rate and time
+	// above is already on this machine's clock.
+	Timescale units.Timescale
 }

@@ -92,6 +92,7 @@ import (
 
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/units"
 )
 
 // Spec describes a mechanism to the switch and its config loader.
@@ -141,6 +142,15 @@ type PortInfo struct {
 	// spine; the port's uplink key): mechanisms whose pauses must stay
 	// up-down (BFC) take it as their default.
 	Uplink bool
+	// Timescale is the switch's time dilation K (its timescale key; 0 or
+	// 1: none). The config loader has already put the mechanism's config
+	// on this machine's clock (every units.Duration x K, every units.Rate
+	// / K, except the fields tagged `timescale:"wall"`), and RateBits is
+	// the machine's rate: a mechanism uses K only for the fabric times it
+	// keeps as constants of its own (BFC's bitmap-period clamp). A default
+	// given in the value Spec.Config returns scales with the file's
+	// values; a fabric time Validate fills in must be multiplied by K.
+	Timescale units.Timescale
 }
 
 // Instance is a mechanism running in a switch. It implements any of the
@@ -241,6 +251,9 @@ type Port struct {
 	DelayNs   int64 // the link's configured one-way delay
 	Uplink    bool  // the port faces a higher tier (see PortInfo.Uplink)
 	Config    any   // the mechanism's decoded config for this port; nil if not enabled here
+	// Timescale is the switch's time dilation K (see PortInfo.Timescale):
+	// RateBits, DelayNs and Config are already on this machine's clock.
+	Timescale units.Timescale
 }
 
 // Switch is what a mechanism may use of the switch it runs in.

@@ -19,7 +19,11 @@
 //     opaque YAML maps merged over each other and emitted with the keys the
 //     plan computes (among them each port's uplink: it faces a switch of a
 //     higher tier); this package does not interpret them, and writes no
-//     mechanism's keys.
+//     mechanism's keys. A timescale K (the top-level key timescale,
+//     timescale.go) is written into each config as timescale: K, with the
+//     file's rates and delays as they are: gswitchd runs them K times
+//     slower. With timescale: auto the plan is at K = 1 until Up measures
+//     this machine (package lateness) and plans again at the K it chose.
 //   - Up makes the plan real (netlink for namespaces, links, addresses,
 //     routes and neighbours; ethtool for offloads), starts one gswitchd per
 //     switch (none with UpOptions.NoSwitches: the caller runs its own on the

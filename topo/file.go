@@ -46,6 +46,14 @@ type Topology struct {
 	MetricsBase int
 	// FabricPool holds the l3 switch-switch /31s (unused in l2).
 	FabricPool netip.Prefix
+	// Timescale is the fabric's time dilation K (1 when the file gives
+	// none): the file's rates and delays are the fabric's, and the switches
+	// run them K times slower (timescale.go). TimescaleAuto says the file
+	// asks Up to choose K by measuring this machine (Timescale is 1 until
+	// then), for TimescaleProbe (0: lateness.DefaultDuration).
+	Timescale      units.Timescale
+	TimescaleAuto  bool
+	TimescaleProbe time.Duration
 	// Defaults for links, switches and ports.
 	Defaults Defaults
 	Switches []*Switch
@@ -104,6 +112,11 @@ type Host struct {
 	CC string
 	// MTU of the host's eth0 (0 = the link's).
 	MTU int
+	// RtoMin is the least retransmission timeout of the host's TCP, in the
+	// fabric's time (0: the kernel's, 200ms of this machine), set on the
+	// host's routes; QuickAck turns delayed ACKs off on them.
+	RtoMin   time.Duration
+	QuickAck bool
 }
 
 // Link is one entry of links:, with the defaults applied.
@@ -175,6 +188,7 @@ var (
 		"neighbors": "the topology computes them (mode l3)",
 		"switch_id": "use switches.<name>.id",
 		"metrics":   "use metrics_base",
+		"timescale": "use the topology's top-level timescale",
 	}
 	reservedPortKeys = map[string]string{
 		"name":      "use the link's name_a/name_b",
@@ -189,7 +203,7 @@ var (
 // decode reads the document's structure; validate checks what needs the whole of it.
 func decode(root *yaml.Node) (*Topology, error) {
 	t := &Topology{MetricsBase: DefaultMetricsBase, Mode: ModeL3, switches: map[string]*Switch{}, hosts: map[string]*Host{}}
-	top, err := fields(root, "", "name", "mode", "metrics_base", "fabric_pool", "defaults", "switches", "hosts", "links")
+	top, err := fields(root, "", "name", "mode", "metrics_base", "fabric_pool", "timescale", "timescale_probe", "defaults", "switches", "hosts", "links")
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +242,9 @@ func decode(root *yaml.Node) (*Topology, error) {
 			return nil, fmt.Errorf("fabric_pool: %q is not an IPv4 prefix (write e.g. 10.255.0.0/16)", s)
 		}
 		t.FabricPool = p.Masked()
+	}
+	if err := t.decodeTimescale(top["timescale"], top["timescale_probe"]); err != nil {
+		return nil, err
 	}
 	if err := t.decodeDefaults(top["defaults"]); err != nil {
 		return nil, err
@@ -339,7 +356,7 @@ func (t *Topology) decodeHosts(n *yaml.Node) error {
 		if _, dup := t.switches[name]; dup {
 			return fmt.Errorf("%s: %q is also the name of a switch (switch and host names must differ)", path, name)
 		}
-		f, err := fields(vals[i], path, "addr", "gateway", "cc", "mtu")
+		f, err := fields(vals[i], path, "addr", "gateway", "cc", "mtu", "rto_min", "quickack")
 		if err != nil {
 			return err
 		}
@@ -381,6 +398,9 @@ func (t *Topology) decodeHosts(n *yaml.Node) error {
 			if h.MTU, err = mtu(v, path+".mtu"); err != nil {
 				return err
 			}
+		}
+		if err := decodeHostTimers(h, f, path); err != nil {
+			return err
 		}
 		t.Hosts = append(t.Hosts, h)
 		t.hosts[name] = h
@@ -521,6 +541,11 @@ func (t *Topology) validate() error {
 			return fmt.Errorf("switches.%s: no links (a switch needs at least one port; link it or remove it)", s.Name)
 		case n > maxPorts:
 			return fmt.Errorf("switches.%s: %d links, at most %d ports per switch", s.Name, n, maxPorts)
+		}
+	}
+	if !t.TimescaleAuto { // auto's K is checked once chosen (WithTimescale)
+		if err := t.checkTimescale(t.Timescale); err != nil {
+			return err
 		}
 	}
 	if t.Mode == ModeL2 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gswitch/gswitch/units"
 	"gopkg.in/yaml.v3"
 )
 
@@ -26,6 +27,10 @@ const HostInterface = "eth0"
 type Plan struct {
 	Name string
 	Mode string
+	// Timescale is the fabric's K, written into every switch's config
+	// (TimescaleAuto: the file asks Up to choose it; the plan is at 1).
+	Timescale     units.Timescale
+	TimescaleAuto bool
 	// Namespaces are the hosts' network namespaces, in host order.
 	Namespaces []string
 	Hosts      []*HostPlan
@@ -51,6 +56,11 @@ type HostPlan struct {
 	// Routes are the host's routes to the other host subnets (l3); no default route.
 	Routes []Route
 	CC     string
+	// RtoMin is the least TCP retransmission timeout the host's routes
+	// carry, on this machine's clock (the file's rto_min x K, in whole
+	// milliseconds; 0: the kernel's); QuickAck turns delayed ACKs off on them.
+	RtoMin   time.Duration
+	QuickAck bool
 	// Switch and Port are where the host is linked.
 	Switch, Port string
 	// Link is the index of the host's link in links:.
@@ -155,7 +165,7 @@ func hostNode(h *Host) uint16 { return 0x8000 | uint16(h.Index) }
 
 // Plan derives what Up makes. For a Topology from Parse or Load it does not fail.
 func (t *Topology) Plan() (*Plan, error) {
-	p := &Plan{Name: t.Name, Mode: t.Mode}
+	p := &Plan{Name: t.Name, Mode: t.Mode, Timescale: t.Timescale, TimescaleAuto: t.TimescaleAuto}
 	swPlan := map[string]*SwitchPlan{}
 	for _, s := range t.Switches {
 		sp := &SwitchPlan{Name: s.Name, Index: s.Index, ID: s.ID, Metrics: fmt.Sprintf("127.0.0.1:%d", t.MetricsBase+s.Index)}
@@ -166,7 +176,7 @@ func (t *Topology) Plan() (*Plan, error) {
 	hostPlan := map[string]*HostPlan{}
 	for _, h := range t.Hosts {
 		hp := &HostPlan{Name: h.Name, Namespace: Namespace(t.Name, h.Name), Interface: HostInterface,
-			MAC: MAC(t.Name, hostNode(h), 0), Addr: h.Addr, CC: h.CC, MTU: h.MTU}
+			MAC: MAC(t.Name, hostNode(h), 0), Addr: h.Addr, CC: h.CC, MTU: h.MTU, RtoMin: t.hostRtoMin(h), QuickAck: h.QuickAck}
 		if t.Mode == ModeL3 {
 			hp.Gateway = h.Gateway
 		}
@@ -522,6 +532,11 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 		set(root, "switch_id", intScalar(sp.ID))
 	}
 	set(root, "metrics", scalar(sp.Metrics))
+	if !t.Timescale.One() {
+		// The values stay the fabric's: gswitchd scales them (and its
+		// mechanisms' keys, which this package does not read).
+		set(root, "timescale", scalar(t.Timescale.String()))
+	}
 	swKeys := mergeMaps(t.Defaults.Switch, s.Config)
 	maxMTU := 0
 	for _, port := range sp.Ports {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gswitch/gswitch/units"
 )
 
 // TargetsJSON is the Prometheus file_sd file: one target per switch,
@@ -25,6 +27,12 @@ func (p *Plan) TargetsJSON() []byte {
 func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "topology %s, mode %s: %d switches, %d hosts, %d links\n", p.Name, p.Mode, len(p.Switches), len(p.Hosts), len(p.Veths))
+	switch {
+	case p.TimescaleAuto:
+		fmt.Fprintf(tw, "timescale auto: up measures this machine and chooses K; rates and delays below are the fabric's\n")
+	case !p.Timescale.One():
+		fmt.Fprintf(tw, "timescale %s: rates and delays are the fabric's; this machine runs rates / %s and times x %s (in brackets)\n", p.Timescale, p.Timescale, p.Timescale)
+	}
 	fmt.Fprintf(tw, "\nswitches (ports live in the root namespace):\n")
 	for _, s := range p.Switches {
 		fmt.Fprintf(tw, "  %s\tid %d\tmetrics %s\n", s.Name, s.ID, s.Metrics)
@@ -33,9 +41,9 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 			if port.Addr.IsValid() {
 				extra = append(extra, "addr "+port.Addr.String())
 			}
-			extra = append(extra, "rate "+orUnlimited(port.Rate))
+			extra = append(extra, "rate "+orUnlimited(port.Rate)+p.wallRate(port.Rate))
 			if port.Delay != 0 {
-				extra = append(extra, "delay "+durText(port.Delay))
+				extra = append(extra, "delay "+durText(port.Delay)+p.wallDelay(port.Delay))
 			}
 			peer := port.Peer
 			if port.PeerAddr.IsValid() {
@@ -59,6 +67,12 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 		if h.CC != "" {
 			line += "\tcc " + h.CC
 		}
+		if h.RtoMin != 0 {
+			line += "\trto_min " + durText(h.RtoMin) + " on this machine"
+		}
+		if h.QuickAck {
+			line += "\tquickack"
+		}
 		fmt.Fprintln(tw, line)
 		for _, r := range h.Routes {
 			fmt.Fprintf(tw, "    route %s\tvia %s\n", r.Prefix, addrList(r.Via))
@@ -66,7 +80,8 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	}
 	fmt.Fprintf(tw, "\nlinks (veth pairs, offloads off on both ends):\n")
 	for _, v := range p.Veths {
-		fmt.Fprintf(tw, "  links[%d]\t%s\t<->\t%s\trate %s\tdelay %s\tmtu %d/%d\n", v.Link, end(v.A), end(v.B), orUnlimited(v.Rate), durText(v.Delay), v.A.MTU, v.B.MTU)
+		fmt.Fprintf(tw, "  links[%d]\t%s\t<->\t%s\trate %s\tdelay %s\tmtu %d/%d\n", v.Link, end(v.A), end(v.B),
+			orUnlimited(v.Rate)+p.wallRate(v.Rate), durText(v.Delay)+p.wallDelay(v.Delay), v.A.MTU, v.B.MTU)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -101,6 +116,25 @@ func orUnlimited(s string) string {
 		return "unlimited"
 	}
 	return s
+}
+
+// wallRate is " [10Mbit]", the machine's rate for a fabric rate written
+// r, on a scaled plan ("" at timescale 1 or for an unlimited rate).
+func (p *Plan) wallRate(r string) string {
+	bits, err := units.ParseRate(r)
+	if p.Timescale.One() || err != nil || bits == 0 {
+		return ""
+	}
+	return " [" + units.Rate(p.Timescale.WallBits(bits)).String() + "]"
+}
+
+// wallDelay is " [4ms]", the machine's delay for a fabric delay d, on a
+// scaled plan.
+func (p *Plan) wallDelay(d time.Duration) string {
+	if p.Timescale.One() || d == 0 {
+		return ""
+	}
+	return " [" + durText(p.Timescale.Wall(d)) + "]"
 }
 
 // durText writes a duration in ASCII (50us, not 50µs).

@@ -18,8 +18,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gswitch/gswitch/units"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultStateDir holds one directory per topology that is up.
@@ -75,6 +77,12 @@ type Running struct {
 	Targets  string
 	Hosts    []RunningHost
 	Switches []RunningSwitch
+	// Timescale is the fabric's K the switches run at (1: none): the
+	// topology's, or the one Up chose for timescale: auto, and then
+	// TimescaleWhy says why (lateness.Choice's String; "" otherwise).
+	// Hosts' gsperf takes the same -timescale.
+	Timescale    units.Timescale
+	TimescaleWhy string
 
 	topo *Topology
 	opts UpOptions
@@ -145,6 +153,9 @@ type state struct {
 	Processes  []process     `json:"processes"`
 	Hosts      []RunningHost `json:"hosts"`
 	Switches   []stateSwitch `json:"switches"`
+	// Timescale is K (absent: 1); TimescaleWhy auto's reasons.
+	Timescale    float64 `json:"timescale,omitempty"`
+	TimescaleWhy string  `json:"timescale_why,omitempty"`
 }
 
 type stateSwitch struct {
@@ -239,6 +250,19 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 	if err := checkClashes(t, p, dir, !o.NoSwitches); err != nil {
 		return nil, err
 	}
+	why := ""
+	if t.TimescaleAuto {
+		// The names do not depend on K: the checks above hold for the
+		// topology at the K chosen.
+		nt, c, err := t.ChooseTimescale(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if p, err = nt.Plan(); err != nil {
+			return nil, err
+		}
+		t, why = nt, c.String()
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -246,7 +270,10 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 		return nil, err
 	}
 	u := &upper{t: t, p: p, o: o, dir: dir, bin: bin, exited: map[int]chan struct{}{}, exitErr: map[int]error{},
-		st: &state{Topology: t.Name, File: absOrEmpty(t.File), Started: time.Now().UTC()}}
+		st: &state{Topology: t.Name, File: absOrEmpty(t.File), Started: time.Now().UTC(), TimescaleWhy: why}}
+	if !t.Timescale.One() {
+		u.st.Timescale = t.Timescale.K()
+	}
 	// Creating the state file exclusively claims the topology: of two Ups
 	// racing past the clash check, one stops here before making anything.
 	f, err := os.OpenFile(statePath(dir), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -317,7 +344,7 @@ func absOrEmpty(p string) string {
 
 func (s *state) running(t *Topology, o UpOptions) *Running {
 	dir := filepath.Join(o.StateDir, t.Name)
-	r := &Running{Name: t.Name, Dir: dir, Hosts: s.Hosts, topo: t, opts: o}
+	r := &Running{Name: t.Name, Dir: dir, Hosts: s.Hosts, topo: t, opts: o, Timescale: units.Timescale(max(s.Timescale, 1)), TimescaleWhy: s.TimescaleWhy}
 	if !s.NoSwitches {
 		r.Targets = filepath.Join(dir, "targets.json")
 	}
@@ -616,11 +643,34 @@ func (u *upper) host(h *HostPlan) error {
 	}
 	for _, r := range h.Routes {
 		rt := &netlink.Route{LinkIndex: idx, Dst: ipNet(r.Prefix), Gw: r.Via[0].AsSlice()}
+		tcpTimers(rt, h)
 		if err := nh.RouteAdd(rt); err != nil {
 			return fmt.Errorf("route %s via %s: %w", r.Prefix, r.Via[0], err)
 		}
 	}
+	if h.RtoMin != 0 || h.QuickAck {
+		// The subnet's own route, which the kernel made with the address:
+		// the same route, with the TCP timers (ip route replace).
+		rt := &netlink.Route{LinkIndex: idx, Dst: ipNet(h.Addr.Masked()), Src: h.Addr.Addr().AsSlice(),
+			Scope: netlink.SCOPE_LINK, Protocol: unix.RTPROT_KERNEL}
+		tcpTimers(rt, h)
+		if err := nh.RouteReplace(rt); err != nil {
+			return fmt.Errorf("route %s with rto_min and quickack: %w", h.Addr.Masked(), err)
+		}
+	}
 	return nil
+}
+
+// tcpTimers puts the host's TCP timers on a route: rto_min (locked, as
+// ip route's rto_min does, or the kernel ignores it; in milliseconds) and
+// quickack.
+func tcpTimers(rt *netlink.Route, h *HostPlan) {
+	if h.RtoMin != 0 {
+		rt.RtoMin, rt.RtoMinLock = int(h.RtoMin/time.Millisecond), true
+	}
+	if h.QuickAck {
+		rt.QuickACK = 1
+	}
 }
 
 func ipNet(p netip.Prefix) *net.IPNet {

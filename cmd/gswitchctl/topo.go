@@ -25,13 +25,15 @@ const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
         gswitchd per switch, wait until each serves metrics, write
         DIR/<name>/targets.json (Prometheus file_sd); refused when any of it exists.
         -no-switches: hosts and links only; each switch's config is written to
-        DIR/<name>/<switch>.yaml and no gswitchd is started (run your own)
+        DIR/<name>/<switch>.yaml and no gswitchd is started (run your own).
+        A topology with timescale: auto first measures this machine (a few
+        seconds) and says which timescale it chose and why
   down FILE [-state DIR]
         stop the topology's gswitchd processes and remove everything it made
         (also after a crash)
   show FILE [-configs]
-        print the plan: ports, MACs, addresses, routes, neighbours (and each
-        switch's gswitchd YAML)
+        print the plan: the timescale, ports, MACs, addresses, routes,
+        neighbours (and each switch's gswitchd YAML)
   exec FILE HOST [-state DIR] -- CMD [ARGS...]
         run a command in a host's network namespace
   targets FILE
@@ -140,6 +142,12 @@ func topoUp(args []string) int {
 		return fail(err)
 	}
 	fmt.Printf("topology %s is up (mode %s) in %.1f s\n", t.Name, t.Mode, time.Since(start).Seconds())
+	if r.TimescaleWhy != "" {
+		fmt.Println(r.TimescaleWhy)
+	}
+	if !r.Timescale.One() {
+		fmt.Printf("timescale %s: the switches run the file's rates / %s and its times x %s; give gsperf -timescale %s\n", r.Timescale, r.Timescale, r.Timescale, r.Timescale)
+	}
 	for _, s := range r.Switches {
 		if o.NoSwitches {
 			fmt.Printf("  switch %-10s not started (-no-switches); config %s\n", s.Name, s.Config)

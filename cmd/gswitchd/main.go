@@ -456,7 +456,7 @@ func switchConfig(cfg *config.Config) dataplane.Config {
 		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.Aging.D(),
 		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHold.D(),
 		BusyPoll: cfg.BusyPoll, SpinTime: spinTime(cfg.Spin.D()), SharedBuffer: uint64(cfg.Buffer), Alpha: cfg.Alpha, CPUs: cfg.CPUs,
-		Nice: cfg.Nice, Slice: cfg.Slice.D(), CatchUp: cfg.CatchUp.D(),
+		Nice: cfg.Nice, Slice: cfg.Slice.D(), CatchUp: cfg.CatchUp.D(), Timescale: cfg.Timescale,
 	}
 	for _, r := range cfg.RouteTable() {
 		lr := l3.Route{Prefix: r.Prefix}

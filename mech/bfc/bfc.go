@@ -170,7 +170,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			continue
 		}
 		c := mp.Config.(*Config)
-		if err := c.Validate(mech.PortInfo{Name: mp.Name, Role: mp.Role, RateBits: mp.RateBits, Scheduler: mp.Scheduler, Queues: mp.Queues, Uplink: mp.Uplink}); err != nil {
+		if err := c.Validate(mech.PortInfo{Name: mp.Name, Role: mp.Role, RateBits: mp.RateBits, Scheduler: mp.Scheduler, Queues: mp.Queues, Uplink: mp.Uplink, Timescale: mp.Timescale}); err != nil {
 			return nil, fmt.Errorf("port %s: %w", mp.Name, err)
 		}
 		cfgs[i] = c
@@ -210,7 +210,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		}
 		s.hrtt = c.hrtt(mp.DelayNs)
 		s.hrttMax = max(hrttMax, s.hrtt)
-		s.period = c.period(s.hrtt)
+		s.period = c.period(s.hrtt, mp.Timescale)
 		s.wdog = c.watchdog(s.period)
 		s.sticky = int64(c.Sticky)
 		if s.sticky == 0 {

@@ -23,7 +23,11 @@ const (
 )
 
 // Defaults of the constants the paper leaves to the implementation
-// (../shared/specs/mechanisms.md, section 1.5).
+// (../shared/specs/mechanisms.md, section 1.5). On a switch with a
+// timescale K, DefaultBudget is wall-clock time (gswitchd's own traversal
+// of this machine: it does not scale), while the bitmap period's clamp
+// [MinPeriod, MaxPeriod] is fabric time (how often a port may refresh its
+// neighbour, against the link's rate and the HRTT): it is multiplied by K.
 const (
 	DefaultBudget  = 25 * time.Microsecond // one switch (or host) traversal, for the default HRTT
 	DefaultThFloor = 2 * 1514              // Th is never below two full frames
@@ -43,8 +47,9 @@ type Config struct {
 	// leaving the neighbour to the neighbour acting on a pause about it.
 	// 0: 2 x the port's delay + 2 x Budget.
 	HRTT units.Duration `yaml:"hrtt"`
-	// Budget is one traversal of a switch or host, for the default HRTT.
-	Budget units.Duration `yaml:"budget"`
+	// Budget is one traversal of a switch or host, for the default HRTT:
+	// this machine's time (wall clock), which a timescale does not scale.
+	Budget units.Duration `yaml:"budget" timescale:"wall"`
 	// Th is a fixed pause threshold in bytes for the port's queues. 0
 	// (default): HRTT x rate / N_active, HRTT the largest of the switch's
 	// BFC ports, N_active the queues with data that are not paused. On a
@@ -125,7 +130,11 @@ func (c *Config) Validate(p mech.PortInfo) error {
 		}
 	}
 	if c.BitmapPeriod != 0 && time.Duration(c.BitmapPeriod) < 10*time.Microsecond {
-		return fmt.Errorf("bitmap_period: %v is below 10us (the default is 4 x hrtt within [100us, 1ms])", time.Duration(c.BitmapPeriod))
+		clamp := "[100us, 1ms]"
+		if !p.Timescale.One() {
+			clamp = fmt.Sprintf("[%v, %v] at timescale %s", p.Timescale.Wall(MinPeriod), p.Timescale.Wall(MaxPeriod), p.Timescale)
+		}
+		return fmt.Errorf("bitmap_period: %v is below 10us (the default is 4 x hrtt within %s)", time.Duration(c.BitmapPeriod), clamp)
 	}
 	if c.Watchdog != 0 && c.BitmapPeriod != 0 && c.Watchdog <= c.BitmapPeriod {
 		return fmt.Errorf("watchdog: %v is not longer than bitmap_period %v (the neighbour refreshes once per period; default 3 periods)",
@@ -157,17 +166,20 @@ func (c *Config) hrtt(delayNs int64) int64 {
 	return 2*delayNs + 2*int64(c.Budget)
 }
 
-// period is the bitmap period for a port of HRTT h.
-func (c *Config) period(h int64) int64 {
+// period is the bitmap period for a port of HRTT h on a switch at
+// timescale k (the clamp is fabric time).
+func (c *Config) period(h int64, k units.Timescale) int64 {
 	if c.BitmapPeriod != 0 {
 		return int64(c.BitmapPeriod)
 	}
-	return min(max(4*h, int64(MinPeriod)), int64(MaxPeriod))
+	return min(max(4*h, int64(k.Wall(MinPeriod))), int64(k.Wall(MaxPeriod)))
 }
 
 // MinWatchdog is the least default watchdog bound: a software switch's
 // worker can lose its CPU for milliseconds on a loaded host, and a watchdog
-// that fires then resumes queues whose pause is still needed.
+// that fires then resumes queues whose pause is still needed. It is wall
+// time (it guards against this machine's lateness): a timescale does not
+// scale it.
 const MinWatchdog = 200 * time.Millisecond
 
 // watchdog is the watchdog bound for a port with bitmap period per.
