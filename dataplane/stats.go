@@ -168,7 +168,5 @@ func (s *Switch) DelayErrors(port int) (c fidelity.Counts, ok bool) {
 // times slower than this machine's clock (1: none). Metrics export it
 // (gswitch_timescale) and package fidelity scales frame times by it.
 func (s *Switch) Timescale() float64 {
-	// The switch-level timescale key is read here: until Config carries it,
-	// every switch runs at timescale 1.
-	return 1
+	return s.cfg.Timescale.K() // 1 when unset
 }
