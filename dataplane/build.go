@@ -144,14 +144,18 @@ func (s *Switch) newPort(i int, pc *config.Port, links []Link, now int64) (*Port
 	if len(p.MAC) != 6 {
 		p.MAC = net.HardwareAddr{0x02, 0x67, 0x73, byte(s.cfg.SwitchID >> 8), byte(s.cfg.SwitchID), byte(i)}
 	}
-	packets := portOf(s.cfg.PortPackets, i)
+	packets := pc.BufferPackets
 	if packets == 0 {
 		packets = int(min(uint64(pc.Buffer)/128, 8192))
+	}
+	maxFrame := 0 // no limit
+	if i < len(s.cfg.PortMaxFrame) {
+		maxFrame = max(s.cfg.PortMaxFrame[i], 0)
 	}
 	if err := p.tm.Init(tm.Config{Index: i, Scheduler: pc.Scheduler,
 		Params: sched.Params{Queues: pc.Queues, PortBytes: uint64(pc.Buffer), PortPackets: packets, QueueBytes: uint64(pc.QueueBuffer),
 			Alpha: s.cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classifier()},
-		RateBits: uint64(pc.Rate), Burst: int64(pc.Burst), CatchUp: int64(s.cfg.CatchUp), MaxFrame: uint32(max(portOf(s.cfg.PortMaxFrame, i), 0)), Now: now}); err != nil {
+		RateBits: uint64(pc.Rate), Burst: int64(pc.Burst), CatchUp: int64(s.cfg.CatchUp), MaxFrame: uint32(maxFrame), Now: now}); err != nil {
 		return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 	}
 	p.run.rateBits.Store(p.tm.Shaper().RateBits())

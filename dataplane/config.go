@@ -52,12 +52,9 @@ type Config struct {
 	// drops giants, instead of being handed to a device that would drop
 	// them unseen. Missing or 0: no limit.
 	PortMaxFrame []int
-	// PortPackets is each port's egress packet limit, by port index;
-	// missing or 0: min(buffer/128, 8192).
-	PortPackets []int
 	// MaxFrame is the longest frame (Ethernet header to payload end, no
-	// FCS) the switch must carry: the longest of PortMaxFrame if longer;
-	// 0 = what one UMEM frame holds. Longer than that, the switch receives
+	// FCS) the switch must carry, if longer than every PortMaxFrame (New
+	// takes the longest of them all); 0 = what one UMEM frame holds. Longer than that, the switch receives
 	// and sends frames as AF_XDP multi-buffer chains (the links must be
 	// bound with XDP_USE_SG) and keeps each whole in a jumbo slot:
 	// JumboSlots runs of contiguous UMEM frames, taken from the top of each
@@ -68,12 +65,4 @@ type Config struct {
 	FillTarget  int     // frames to keep on each fill ring; 0 = automatic
 	QueueFrames float64 // fraction of each worker's UMEM frames the queues may hold (0 = 0.5)
 	Clock       Clock   // nil = monotonic time
-}
-
-// portOf returns v[i], or 0 past v's end.
-func portOf(v []int, i int) int {
-	if i < len(v) {
-		return v[i]
-	}
-	return 0
 }

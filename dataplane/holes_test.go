@@ -20,8 +20,8 @@ func TestCongestedPortsCannotTakeEveryFrame(t *testing.T) {
 			c.Buffer = 64 << 20
 			for i := 2; i < 4; i++ {
 				c.Ports[i].Buffer = 64 << 20
+				c.Ports[i].BufferPackets = 1 << 20
 			}
-			c.PortPackets = []int{0, 0, 1 << 20, 1 << 20}
 		})
 		for i := range l { // every host announces itself
 			l[i].Inject(udp(0xff, byte(i+1), 10))
@@ -129,7 +129,7 @@ func TestEmitGetsOutWhenDataFillsEverything(t *testing.T) {
 		c.HandoffSize = 64
 		c.Ports[1].Rate = 8e6
 		c.Ports[1].Buffer = 64 << 20
-		c.PortPackets = []int{0, 1 << 20}
+		c.Ports[1].BufferPackets = 1 << 20
 		c.Buffer = 64 << 20
 	})
 	l[1].Inject(udp(1, 2, 10))

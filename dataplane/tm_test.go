@@ -161,7 +161,7 @@ func TestPFabricFullSizeArrivalEvictsSmallPackets(t *testing.T) {
 		c.Ports[1].Scheduler = "pfabric"
 		c.Ports[1].Mechanisms = mechFor("pfabric")
 		c.Ports[1].Buffer = 4 * 1514
-		c.PortPackets = []int{0, 100} // the default, 4 x 1514 / 128, would hold only 47 probes
+		c.Ports[1].BufferPackets = 100 // the default, 4 x 1514 / 128, would hold only 47 probes
 		c.Ports[1].Rate = 8e6
 	})
 	l[1].Inject(udp(1, 2, 10))

@@ -75,7 +75,7 @@ func sw1Config(c1 *sfc.Config) dataplane.Config {
 func sw2Config(c2 *sfc.Config) dataplane.Config {
 	return dataplane.Config{Config: config.Config{SwitchID: 2, Workers: 1, Ports: []config.Port{
 		{Name: "r", MAC: config.MAC(portMAC(sw2, 0)), Addrs: prefix("10.1.2.254/24"), Rate: units.Rate(rateR), Burst: 1538,
-			Buffer: 4 << 20, Mechanisms: mechs(c2)},
+			Buffer: 4 << 20, BufferPackets: 8192, Mechanisms: mechs(c2)},
 		{Name: "down", MAC: config.MAC(portMAC(sw2, 1)), Addrs: prefix("10.255.0.1/31"), Role: mech.RoleFabric, Mechanisms: mechs(c2)},
 	}, Buffer: 8 << 20,
 		Routes: []config.Route{{Prefix: netip.MustParsePrefix("10.1.0.0/16"), Via: []netip.Addr{netip.MustParseAddr("10.255.0.0")}}},
@@ -587,7 +587,7 @@ func TestL2Dumbbell(t *testing.T) {
 	}
 	a := f.Add(t, l2(1, conf("ingress_cache"), config.Port{Name: "h1", MAC: config.MAC(portMAC(sw1, 0))}, config.Port{Name: "h2", MAC: config.MAC(portMAC(sw1, 1))},
 		config.Port{Name: "up", MAC: config.MAC(portMAC(sw1, 2)), Role: mech.RoleFabric}), 4096)
-	b := f.Add(t, l2(2, conf("ingress_cache"), config.Port{Name: "r", MAC: config.MAC(portMAC(sw2, 0)), Rate: units.Rate(rateR), Burst: 1538, Buffer: 4 << 20},
+	b := f.Add(t, l2(2, conf("ingress_cache"), config.Port{Name: "r", MAC: config.MAC(portMAC(sw2, 0)), Rate: units.Rate(rateR), Burst: 1538, Buffer: 4 << 20, BufferPackets: 8192},
 		config.Port{Name: "down", MAC: config.MAC(portMAC(sw2, 1)), Role: mech.RoleFabric}), 8192)
 	f.Connect(a, pUp, b, pDown)
 	a.Links[pH1].Record, a.Links[pH2].Record = true, true
