@@ -122,6 +122,10 @@ type Port struct {
 	// Buffer is the egress buffer, e.g. 1MB (default: the scheduler's
 	// default for the port's rate and RTT, else DefaultBuffer).
 	Buffer units.Size `yaml:"buffer"`
+	// BufferPackets is the most packets the egress buffer holds (0:
+	// min(buffer/128, 8192)). Raise it for a buffer of more than 8192
+	// full frames (12 MB), which the default would cap.
+	BufferPackets int `yaml:"buffer_packets"`
 	// Scheduler is the egress scheduler, one registered in package sched
 	// (default sched.DefaultScheduler).
 	Scheduler string `yaml:"scheduler"`

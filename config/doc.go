@@ -29,7 +29,9 @@
 // a mechanism's to its mech.Spec.Config. After Parse every field holds the
 // value in force (a port's name, scheduler, queues, quantum, buffer and
 // classification filled in), so that callers and a reload compare values,
-// not spellings: 5000us is no change from the default 5ms.
+// not spellings: 5000us is no change from the default 5ms. A config built
+// in Go rather than read from a file is filled in and checked alike by
+// Config.Complete (complete.go), so that its users default nothing again.
 //
 // # Timescale
 //

@@ -17,7 +17,6 @@ import (
 	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
-	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/dataplane/metrics"
 	_ "github.com/gswitch/gswitch/mech/all"
 	"github.com/gswitch/gswitch/pkt/pkttest"
@@ -35,25 +34,11 @@ ports:
     mechanisms: {afq: {bytes_per_round: 1514}}
 `
 
-// dpConfig turns a parsed config into the switch's config, as gswitchd does
-// (the parts these tests use).
+// dpConfig is the switch's config for a parsed config, as gswitchd gives
+// it (one worker: the tests step it).
 func dpConfig(c *config.Config) dataplane.Config {
-	d := dataplane.Config{SwitchID: uint16(c.SwitchID), Workers: 1}
-	for _, p := range c.Ports {
-		pc := dataplane.PortConfig{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), BurstBytes: int64(p.Burst), BufferBytes: uint64(p.Buffer),
-			Scheduler: p.Scheduler, Queues: p.Queues, Quantum: p.Quantum, Addrs: p.Addrs, DelayNs: int64(p.Delay)}
-		for _, m := range p.Mechanisms {
-			pc.Mechanisms = append(pc.Mechanisms, dataplane.MechConfig{Name: m.Name, Config: m.Config})
-		}
-		d.Ports = append(d.Ports, pc)
-	}
-	for _, r := range c.RouteTable() {
-		lr := l3.Route{Prefix: r.Prefix}
-		for _, nh := range r.NextHops {
-			lr.NextHops = append(lr.NextHops, l3.NextHop{IP: nh.IP, Port: uint16(nh.Port)})
-		}
-		d.L3.Routes = append(d.L3.Routes, lr)
-	}
+	d := dataplane.Config{Config: *c}
+	d.Workers = 1
 	return d
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane/l2"
 	"github.com/gswitch/gswitch/dataplane/ring"
 	"github.com/gswitch/gswitch/mech"
@@ -18,27 +19,26 @@ import (
 )
 
 // New builds a switch over mem (the UMEM, a whole number of frameSize
-// frames) and links[i], the per-queue links of port i.
+// frames) and links[i], the per-queue links of port i. cfg.Config must be
+// complete (see Config).
 func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, error) {
 	if len(cfg.Ports) == 0 || len(cfg.Ports) != len(links) {
 		return nil, fmt.Errorf("need one link list per port (%d ports, %d link lists)", len(cfg.Ports), len(links))
 	}
-	if len(cfg.Ports) > 4096 {
-		return nil, fmt.Errorf("too many ports (%d, at most 4096)", len(cfg.Ports))
-	}
 	if frameSize == 0 || frameSize&(frameSize-1) != 0 || len(mem)%int(frameSize) != 0 || frameSize < 2*pkt.Headroom {
 		return nil, fmt.Errorf("UMEM of %d bytes is not a whole number of %d-byte frames (at least %d B each)", len(mem), frameSize, 2*pkt.Headroom)
 	}
-	cfg, err := withDefaults(cfg, links)
+	cfg, err := forMachine(cfg, links)
 	if err != nil {
 		return nil, err
 	}
 	s := &Switch{cfg: cfg, clock: cfg.Clock}
 	s.umem = umem{mem: mem, frameSize: uint64(frameSize), numFrames: uint32(len(mem) / int(frameSize)), ranges: cfg.Workers}
-	if cfg.SharedBuffer == 0 {
-		cfg.SharedBuffer = uint64(len(mem)) / 2
+	shared := uint64(cfg.Buffer)
+	if shared == 0 {
+		shared = uint64(len(mem)) / 2
 	}
-	s.buffer = queues.NewBuffer(cfg.SharedBuffer)
+	s.buffer = queues.NewBuffer(shared)
 	s.perWorker = s.numFrames / uint32(cfg.Workers)
 	if s.perWorker < 8*BatchSize {
 		return nil, fmt.Errorf("%d frames are too few for %d workers (need %d each)", s.numFrames, cfg.Workers, 8*BatchSize)
@@ -46,20 +46,21 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	if err := s.sizeJumbo(&s.cfg); err != nil {
 		return nil, err
 	}
-	if cfg.MACPortLimit == 0 {
-		cfg.MACPortLimit = max(cfg.MACTableSize/2, 16)
+	portLimit := cfg.MACTable.PortLimit
+	if portLimit == 0 {
+		portLimit = max(cfg.MACTable.Size/2, 16)
 	}
-	if cfg.MACPortLimit < 0 {
-		cfg.MACPortLimit = 0 // no limit
+	if portLimit < 0 {
+		portLimit = 0 // no limit
 	}
-	if s.mac, err = l2.New(l2.Config{Size: cfg.MACTableSize, Aging: int64(cfg.MACAging), Ports: len(cfg.Ports),
-		PortLimit: cfg.MACPortLimit, MoveHold: int64(cfg.MACMoveHold)}); err != nil {
+	if s.mac, err = l2.New(l2.Config{Size: cfg.MACTable.Size, Aging: int64(cfg.MACTable.Aging), Ports: len(cfg.Ports),
+		PortLimit: portLimit, MoveHold: int64(cfg.MACTable.MoveHold)}); err != nil {
 		return nil, err
 	}
 	s.captures = make([]atomic.Pointer[Capture], len(cfg.Ports))
 	now := s.clock.Now()
-	for i, pc := range cfg.Ports {
-		p, err := s.newPort(i, pc, links[i], now)
+	for i := range cfg.Ports {
+		p, err := s.newPort(i, &cfg.Ports[i], links[i], now)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +73,7 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	if err := s.assign(); err != nil {
 		return nil, err
 	}
-	if s.router, err = newRouter(s.ports, cfg.L3); err != nil {
+	if s.router, err = newRouter(s.ports, cfg.RouteTable(), cfg.NeighborTable()); err != nil {
 		s.closeWorkers()
 		return nil, err
 	}
@@ -86,9 +87,11 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	return s, nil
 }
 
-// withDefaults checks what cfg asks of the machine and fills in the
-// defaults of what it leaves out.
-func withDefaults(cfg Config, links [][]Link) (Config, error) {
+// forMachine checks what cfg asks of the machine and resolves what the
+// config leaves to it: the number of workers, the clock, the longest
+// frame, and the defaults of the dataplane's own settings (those no
+// config key sets).
+func forMachine(cfg Config, links [][]Link) (Config, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers()
 	}
@@ -111,20 +114,11 @@ func withDefaults(cfg Config, links [][]Link) (Config, error) {
 			}
 		}
 	}
-	if cfg.SwitchID == 0 {
-		cfg.SwitchID = 1
-	}
-	if cfg.MACTableSize == 0 {
-		cfg.MACTableSize = 4096
-	}
-	if cfg.MACAging == 0 {
-		cfg.MACAging = 300 * time.Second
+	for _, mf := range cfg.PortMaxFrame {
+		cfg.MaxFrame = max(cfg.MaxFrame, mf)
 	}
 	if cfg.HandoffSize == 0 {
 		cfg.HandoffSize = 1024
-	}
-	if cfg.SpinTime == 0 {
-		cfg.SpinTime = 50 * time.Microsecond
 	}
 	if cfg.QueueFrames == 0 {
 		cfg.QueueFrames = 0.5
@@ -138,35 +132,30 @@ func withDefaults(cfg Config, links [][]Link) (Config, error) {
 	return cfg, nil
 }
 
-// newPort builds port i from pc over its links: its identity and its
-// traffic manager (the workers are assigned later).
-func (s *Switch) newPort(i int, pc PortConfig, links []Link, now int64) (*Port, error) {
-	p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: pc.MAC}
+// newPort builds port i from its config pc over its links: its identity
+// and its traffic manager (the workers are assigned later).
+func (s *Switch) newPort(i int, pc *config.Port, links []Link, now int64) (*Port, error) {
+	if pc.Scheduler == "" {
+		return nil, fmt.Errorf("port %q: its config is not complete (config.Parse completes a file, Config.Complete a config built in Go)", pc.Name)
+	}
+	p := &Port{Index: i, Name: pc.Name, Role: pc.Role, MAC: net.HardwareAddr(pc.MAC)}
 	p.link.tx = links[0]
 	p.link.links.Store(&links)
 	if len(p.MAC) != 6 {
 		p.MAC = net.HardwareAddr{0x02, 0x67, 0x73, byte(s.cfg.SwitchID >> 8), byte(s.cfg.SwitchID), byte(i)}
 	}
-	if pc.BufferBytes == 0 {
-		pc.BufferBytes = 1 << 20
+	packets := pc.BufferPackets
+	if packets == 0 {
+		packets = int(min(uint64(pc.Buffer)/128, 8192))
 	}
-	if pc.MaxPackets == 0 {
-		pc.MaxPackets = int(min(pc.BufferBytes/128, 8192))
-	}
-	if pc.Scheduler == "" {
-		pc.Scheduler = "fifo"
-	}
-	var mnames []string
-	for _, m := range pc.Mechanisms {
-		mnames = append(mnames, m.Name)
-	}
-	if mech.SetsQueue(mnames) {
-		pc.Classify = sched.Classifier{By: "queue"} // a mechanism assigns the queues
+	maxFrame := 0 // no limit
+	if i < len(s.cfg.PortMaxFrame) {
+		maxFrame = max(s.cfg.PortMaxFrame[i], 0)
 	}
 	if err := p.tm.Init(tm.Config{Index: i, Scheduler: pc.Scheduler,
-		Params: sched.Params{Queues: pc.Queues, PortBytes: pc.BufferBytes, PortPackets: pc.MaxPackets, QueueBytes: pc.QueueBytes,
-			Alpha: s.cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classify},
-		RateBits: pc.RateBits, Burst: pc.BurstBytes, CatchUp: int64(s.cfg.CatchUp), MaxFrame: uint32(max(pc.MaxFrame, 0)), Now: now}); err != nil {
+		Params: sched.Params{Queues: pc.Queues, PortBytes: uint64(pc.Buffer), PortPackets: packets, QueueBytes: uint64(pc.QueueBuffer),
+			Alpha: s.cfg.Alpha, Buffer: s.buffer, Quantum: pc.Quantum, Classify: pc.Classifier()},
+		RateBits: uint64(pc.Rate), Burst: int64(pc.Burst), CatchUp: int64(s.cfg.CatchUp), MaxFrame: uint32(maxFrame), Now: now}); err != nil {
 		return nil, fmt.Errorf("port %q: %w", pc.Name, err)
 	}
 	p.run.rateBits.Store(p.tm.Shaper().RateBits())
@@ -174,14 +163,8 @@ func (s *Switch) newPort(i int, pc PortConfig, links []Link, now int64) (*Port, 
 		p.run.quantum.Store(int64(q.Quantum()))
 	}
 	p.addrs = pc.Addrs
-	if pc.RxDelayNs < 0 || pc.RxDelayNs > 1e9 {
-		return nil, fmt.Errorf("port %q: rx delay %d ns out of range [0, 1 s]", pc.Name, pc.RxDelayNs)
-	}
-	p.link.rxDelayNs = pc.RxDelayNs
-	if pc.DelayNs < 0 || pc.DelayNs > 1e9 {
-		return nil, fmt.Errorf("port %q: delay %d ns out of range [0, 1 s]", pc.Name, pc.DelayNs)
-	}
-	p.tm.SetDelay(pc.DelayNs, pc.RateBits)
+	p.link.rxDelayNs = int64(pc.RxDelay)
+	p.tm.SetDelay(int64(pc.Delay), uint64(pc.Rate))
 	return p, nil
 }
 
@@ -255,20 +238,15 @@ func (s *Switch) assign() error {
 
 // buildMechanisms creates one instance of every mechanism enabled on some
 // port and wires its hooks into the ports' lists.
-func (s *Switch) buildMechanisms(pcs []PortConfig) error {
+func (s *Switch) buildMechanisms(pcs []config.Port) error {
 	var names []string
 	seen := map[string]bool{}
 	for _, pc := range pcs {
-		var on []string
 		for _, m := range pc.Mechanisms {
-			on = append(on, m.Name)
 			if !seen[m.Name] {
 				seen[m.Name] = true
 				names = append(names, m.Name)
 			}
-		}
-		if err := mech.Check(on, schedName(pc)); err != nil {
-			return fmt.Errorf("port %q: %w", pc.Name, err)
 		}
 	}
 	sort.Strings(names)
@@ -277,7 +255,7 @@ func (s *Switch) buildMechanisms(pcs []PortConfig) error {
 		ports := make([]mech.Port, len(s.ports))
 		for i, p := range s.ports {
 			ports[i] = mech.Port{Index: i, Name: p.Name, Role: p.Role, MAC: p.MAC, RateBits: p.tm.Shaper().RateBits(),
-				Queues: p.tm.Scheduler().NumQueues(), Scheduler: schedName(pcs[i]), DelayNs: p.tm.DelayNs(), Timescale: s.cfg.Timescale}
+				Queues: p.tm.Scheduler().NumQueues(), Scheduler: pcs[i].Scheduler, DelayNs: p.tm.DelayNs(), Uplink: pcs[i].Uplink, Timescale: s.cfg.Timescale}
 			for _, m := range pcs[i].Mechanisms {
 				if m.Name == name {
 					ports[i].Config = m.Config
@@ -313,14 +291,6 @@ func (s *Switch) buildMechanisms(pcs []PortConfig) error {
 		}
 	}
 	return nil
-}
-
-// schedName is the scheduler pc asks for.
-func schedName(pc PortConfig) string {
-	if pc.Scheduler == "" {
-		return "fifo"
-	}
-	return pc.Scheduler
 }
 
 func (s *Switch) instance(name string) mech.Instance {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane/l3"
 )
 
@@ -82,15 +83,18 @@ func TestNewBuildsTheRouterOnce(t *testing.T) {
 	build := func(addrs bool) func() {
 		return func() {
 			mem := make([]byte, 4096*frameSize)
-			cfg := Config{Workers: 1, Clock: &fakeClock{t: 1}}
+			cfg := Config{Config: config.Config{Workers: 1}, Clock: &fakeClock{t: 1}}
 			var links [][]Link
 			for i := 0; i < 2; i++ {
-				pc := PortConfig{Name: string(rune('a' + i))}
+				pc := config.Port{Name: string(rune('a' + i))}
 				if addrs {
 					pc.Addrs = []netip.Prefix{netip.MustParsePrefix([]string{"10.0.1.1/24", "10.0.2.1/24"}[i])}
 				}
 				cfg.Ports = append(cfg.Ports, pc)
 				links = append(links, []Link{NewMemLink(mem, frameSize, 64)})
+			}
+			if err := cfg.Complete(); err != nil {
+				t.Fatal(err)
 			}
 			s, err := New(cfg, mem, frameSize, links)
 			if err != nil {

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/tm/shaper"
@@ -47,7 +48,7 @@ func (laneTester) Admit(_ int, p *pkt.Packet, _ int64) {
 func TestCreditLaneMetersDropsAndCounts(t *testing.T) {
 	const rateBits = 8 * 84 * 10000 // 10,000 credits/s
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
-		c.Ports[1].Mechanisms = []MechConfig{{Name: "test-credit-lane", Config: &laneTesterConfig{Rate: rateBits, Burst: 168, Queue: 8}}}
+		c.Ports[1].Mechanisms = config.Mechanisms{{Name: "test-credit-lane", Config: &laneTesterConfig{Rate: rateBits, Burst: 168, Queue: 8}}}
 	})
 	l[1].Inject(udp(1, 2, 10)) // learn host 2 on port b
 	settle(s)

@@ -1,14 +1,18 @@
 package dataplane
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gswitch/gswitch/units"
+)
 
 // sendTimes runs five 1000-byte frames through a port shaped to 80 Mbit/s
 // with the given delay and returns when each left (ns after injection), on
 // a fake clock in 1 us steps.
 func sendTimes(t *testing.T, delay int64) []int64 {
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
-		c.Ports[1].DelayNs = delay
-		c.Ports[1].RateBits = 80e6
+		c.Ports[1].Delay = units.Duration(delay)
+		c.Ports[1].Rate = 80e6
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
@@ -53,7 +57,7 @@ func TestLinkDelay(t *testing.T) {
 // pipeline 100 us later than on a port without, in order, and come back.
 func TestRxDelay(t *testing.T) {
 	times := func(rx int64) []int64 {
-		s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) { c.Ports[0].RxDelayNs = rx })
+		s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) { c.Ports[0].RxDelay = units.Duration(rx) })
 		l[1].Inject(udp(1, 2, 10))
 		settle(s)
 		clk.t += 1e6 // host 2's frame is through

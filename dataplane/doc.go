@@ -52,7 +52,7 @@
 //	capture.go           mirroring a port's frames
 //	port.go              Port: identity, links and attach state, traffic manager, run-time settings
 //	router.go            the L3 tables and their config
-//	config.go            Config and PortConfig
+//	config.go            Config: the switch's config and what the host knows
 //	pool.go              a worker's frames: free lists, return rings
 //	switch.go, worker.go Switch and its accessors; the worker's state, grouped by what it serves
 //	emit.go              frames the switch emits

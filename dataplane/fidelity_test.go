@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/units"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ func only(t *testing.T, what string, c fidelity.Counts, n uint64, ns int64) {
 func tickerSwitch(t *testing.T) (*Switch, *worker, *fakeClock) {
 	t.Helper()
 	s, _, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
-		c.Ports[0].Mechanisms = []MechConfig{{Name: "dataplane-test-ticker", Config: &struct{}{}}}
+		c.Ports[0].Mechanisms = config.Mechanisms{{Name: "dataplane-test-ticker", Config: &struct{}{}}}
 	})
 	w := s.workers[0]
 	if len(w.tickers) != 1 {
@@ -162,8 +164,8 @@ func TestPassGap(t *testing.T) {
 // with no delay has no such histogram.
 func TestDelayErrors(t *testing.T) {
 	s, l, clk := testSwitch(t, 3, 1, 4096, func(c *Config) {
-		c.Ports[1].DelayNs = 100e3
-		c.Ports[2].RxDelayNs = 100e3
+		c.Ports[1].Delay = units.Duration(100 * time.Microsecond)
+		c.Ports[2].RxDelay = units.Duration(100 * time.Microsecond)
 	})
 	if _, ok := s.DelayErrors(0); ok {
 		t.Fatal("port a has no delay, yet a delay error histogram")
@@ -227,7 +229,7 @@ func TestDelayErrors(t *testing.T) {
 func TestCreditLateNs(t *testing.T) {
 	const rateBits = 8 * 84 * 10000 // 10,000 credits/s: a credit every 100 µs
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
-		c.Ports[1].Mechanisms = []MechConfig{{Name: "test-credit-lane", Config: &laneTesterConfig{Rate: rateBits, Burst: 168, Queue: 64}}}
+		c.Ports[1].Mechanisms = config.Mechanisms{{Name: "test-credit-lane", Config: &laneTesterConfig{Rate: rateBits, Burst: 168, Queue: 64}}}
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)

@@ -17,10 +17,10 @@ import (
 func TestCongestedPortsCannotTakeEveryFrame(t *testing.T) {
 	for _, workers := range []int{1, 2} {
 		s, l, clk := testSwitch(t, 4, workers, 4096, func(c *Config) {
-			c.SharedBuffer = 64 << 20
+			c.Buffer = 64 << 20
 			for i := 2; i < 4; i++ {
-				c.Ports[i].BufferBytes = 64 << 20
-				c.Ports[i].MaxPackets = 1 << 20
+				c.Ports[i].Buffer = 64 << 20
+				c.Ports[i].BufferPackets = 1 << 20
 			}
 		})
 		for i := range l { // every host announces itself
@@ -127,10 +127,10 @@ func TestLinkLocalAndControlFrames(t *testing.T) {
 func TestEmitGetsOutWhenDataFillsEverything(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) {
 		c.HandoffSize = 64
-		c.Ports[1].RateBits = 8e6
-		c.Ports[1].BufferBytes = 64 << 20
-		c.Ports[1].MaxPackets = 1 << 20
-		c.SharedBuffer = 64 << 20
+		c.Ports[1].Rate = 8e6
+		c.Ports[1].Buffer = 64 << 20
+		c.Ports[1].BufferPackets = 1 << 20
+		c.Buffer = 64 << 20
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
@@ -179,7 +179,7 @@ func TestEmitGetsOutWhenDataFillsEverything(t *testing.T) {
 // (port_down), refuses new frames and emissions, gives every frame back,
 // and forwards again when it comes back.
 func TestPortDownFlushesAndRecovers(t *testing.T) {
-	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].RateBits = 8e6 })
+	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].Rate = 8e6 })
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
 	for i := 0; i < 50; i++ {
@@ -223,7 +223,7 @@ func TestPortDownFlushesAndRecovers(t *testing.T) {
 // interface is back, and the port forwards again.
 func TestInterfaceGoneAndBack(t *testing.T) {
 	for _, workers := range []int{1, 2} {
-		s, l, clk := testSwitch(t, 2, workers, 4096, func(c *Config) { c.Ports[1].RateBits = 8e6 })
+		s, l, clk := testSwitch(t, 2, workers, 4096, func(c *Config) { c.Ports[1].Rate = 8e6 })
 		l[1].Inject(udp(1, 2, 10))
 		settle(s)
 		for i := 0; i < 50; i++ {
@@ -284,9 +284,9 @@ func TestInterfaceGoneAndBack(t *testing.T) {
 // never flooded.
 func TestMACFloodAndFlapping(t *testing.T) {
 	s, l, clk := testSwitch(t, 4, 1, 8192, func(c *Config) {
-		c.MACTableSize = 1024
-		c.MACPortLimit = 64
-		c.MACMoveHold = 1e9
+		c.MACTable.Size = 1024
+		c.MACTable.PortLimit = 64
+		c.MACTable.MoveHold = 1e9
 	})
 	for i := 0; i < 3; i++ { // hosts 1..3 on ports 0..2
 		l[i].Inject(udp(0xff, byte(i+1), 10))

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"testing"
 	"time"
+
+	"github.com/gswitch/gswitch/units"
 )
 
 // TestPausedPortSleeps: a port whose queues hold only paused frames gives
@@ -10,7 +12,7 @@ import (
 // wake-ups a second per paused port); ResumeQueue, from any goroutine,
 // tells the worker, which then sends the frames.
 func TestPausedPortSleeps(t *testing.T) {
-	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].RateBits = 100e6 })
+	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) { c.Ports[1].Rate = 100e6 })
 	l[1].Inject(udp(1, 2, 10)) // learn host 2 on port 1
 	settle(s)
 	s.ports[1].PauseQueue(0)
@@ -78,8 +80,8 @@ func TestTxLate(t *testing.T) {
 		{20e6, 10e6, 75, 0, 0.2e6},    // all made up (81 frames)
 	} {
 		s, l, clk := testSwitch(t, 2, 1, 4096, func(cf *Config) {
-			cf.Ports[1].RateBits = 100e6
-			cf.CatchUp = time.Duration(c.catchup)
+			cf.Ports[1].Rate = 100e6
+			cf.CatchUp = units.Duration(c.catchup)
 		})
 		l[1].Inject(udp(1, 2, 10))
 		settle(s)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/pkt"
 	"golang.org/x/sys/unix"
@@ -144,8 +145,11 @@ func TestJumboConfig(t *testing.T) {
 	}
 	for _, js := range []int{8, 4096} {
 		mem := make([]byte, 4096*frameSize)
-		cfg := Config{Workers: 1, Clock: &fakeClock{t: 1}, MaxFrame: 9018, JumboSlots: js,
-			Ports: []PortConfig{{Name: "a"}, {Name: "b"}}}
+		cfg := Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a"}, {Name: "b"}}},
+			Clock: &fakeClock{t: 1}, MaxFrame: 9018, JumboSlots: js}
+		if err := cfg.Complete(); err != nil {
+			t.Fatal(err)
+		}
 		links := [][]Link{{NewMemLink(mem, frameSize, 256)}, {NewMemLink(mem, frameSize, 256)}}
 		if _, err := New(cfg, mem, frameSize, links); err == nil {
 			t.Fatalf("jumbo slots %d accepted", js)
@@ -239,8 +243,8 @@ func FuzzJumboChains(f *testing.F) {
 // every frame and slot comes home.
 func TestJumboShapedAndDelayed(t *testing.T) {
 	s, l, clk := jumboSwitch(t, 2, 1, func(c *Config) {
-		c.Ports[1].RateBits = 80e6
-		c.Ports[1].DelayNs = 50e3
+		c.Ports[1].Rate = 80e6
+		c.Ports[1].Delay = 50e3
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
@@ -286,7 +290,7 @@ func TestJumboShapedAndDelayed(t *testing.T) {
 // takes (MaxFrame) is dropped there as too_long, not handed to a device
 // that would drop it unseen; frames that fit pass.
 func TestGiantsDroppedAtEgress(t *testing.T) {
-	s, l, _ := jumboSwitch(t, 2, 1, func(c *Config) { c.Ports[1].MaxFrame = 1518 })
+	s, l, _ := jumboSwitch(t, 2, 1, func(c *Config) { c.PortMaxFrame = []int{0, 1518} })
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
 	l[0].Inject(udp(2, 1, 1518-42))

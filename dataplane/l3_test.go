@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gswitch/gswitch/dataplane/l3"
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
@@ -24,7 +24,7 @@ func routerSwitch(t *testing.T) (*Switch, []*MemLink, *fakeClock) {
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
 		c.Ports[0].Addrs = []netip.Prefix{netip.MustParsePrefix("10.1.0.254/24")}
 		c.Ports[1].Addrs = []netip.Prefix{netip.MustParsePrefix("10.2.0.254/24")}
-		c.Ports[0].MAC, c.Ports[1].MAC = macPort(0), macPort(1)
+		c.Ports[0].MAC, c.Ports[1].MAC = config.MAC(macPort(0)), config.MAC(macPort(1))
 	})
 	for _, ml := range l {
 		ml.Record = true
@@ -33,6 +33,9 @@ func routerSwitch(t *testing.T) (*Switch, []*MemLink, *fakeClock) {
 }
 
 func mac6(m net.HardwareAddr) [6]byte { return [6]byte(m) }
+
+// macOf is pkttest.MAC(b) as a config's MAC (a static neighbour's).
+func macOf(b byte) config.MAC { m := pkttest.MAC(b); return m[:] }
 
 // TestRouting: ARP for the gateway is answered; a packet to an unresolved
 // host makes the switch ask by ARP (and is dropped, counted); once the host
@@ -149,11 +152,9 @@ func TestECMPIsSymmetric(t *testing.T) {
 			c.Ports[0].Addrs = []netip.Prefix{netip.MustParsePrefix(host)}
 			c.Ports[1].Addrs = []netip.Prefix{netip.MustParsePrefix(up1)}
 			c.Ports[2].Addrs = []netip.Prefix{netip.MustParsePrefix(up2)}
-			c.Ports[0].MAC = macPort(0)
-			c.L3.Routes = []l3.Route{{Prefix: netip.MustParsePrefix(remote), NextHops: []l3.NextHop{
-				{IP: netip.MustParseAddr(nh1), Port: 1}, {IP: netip.MustParseAddr(nh2), Port: 2}}}}
-			c.L3.Neighbors = []L3Neighbor{{IP: netip.MustParseAddr(nh1), MAC: pkttest.MAC(0x51), Port: 1},
-				{IP: netip.MustParseAddr(nh2), MAC: pkttest.MAC(0x52), Port: 2}}
+			c.Ports[0].MAC = config.MAC(macPort(0))
+			c.Routes = []config.Route{{Prefix: netip.MustParsePrefix(remote), Via: []netip.Addr{netip.MustParseAddr(nh1), netip.MustParseAddr(nh2)}}}
+			c.Neighbors = []config.Neighbor{{IP: netip.MustParseAddr(nh1), MAC: macOf(0x51)}, {IP: netip.MustParseAddr(nh2), MAC: macOf(0x52)}}
 		})
 		return s, l
 	}
@@ -198,11 +199,9 @@ func TestECMPAvoidsDownPorts(t *testing.T) {
 		c.Ports[0].Addrs = []netip.Prefix{netip.MustParsePrefix("10.1.0.254/24")}
 		c.Ports[1].Addrs = []netip.Prefix{netip.MustParsePrefix("10.255.0.0/31")}
 		c.Ports[2].Addrs = []netip.Prefix{netip.MustParsePrefix("10.255.0.2/31")}
-		c.Ports[0].MAC = macPort(0)
-		c.L3.Routes = []l3.Route{{Prefix: netip.MustParsePrefix("10.2.0.0/24"), NextHops: []l3.NextHop{
-			{IP: netip.MustParseAddr("10.255.0.1"), Port: 1}, {IP: netip.MustParseAddr("10.255.0.3"), Port: 2}}}}
-		c.L3.Neighbors = []L3Neighbor{{IP: netip.MustParseAddr("10.255.0.1"), MAC: pkttest.MAC(0x51), Port: 1},
-			{IP: netip.MustParseAddr("10.255.0.3"), MAC: pkttest.MAC(0x52), Port: 2}}
+		c.Ports[0].MAC = config.MAC(macPort(0))
+		c.Routes = []config.Route{{Prefix: netip.MustParsePrefix("10.2.0.0/24"), Via: []netip.Addr{netip.MustParseAddr("10.255.0.1"), netip.MustParseAddr("10.255.0.3")}}}
+		c.Neighbors = []config.Neighbor{{IP: netip.MustParseAddr("10.255.0.1"), MAC: macOf(0x51)}, {IP: netip.MustParseAddr("10.255.0.3"), MAC: macOf(0x52)}}
 	})
 	s.SetPortDown(1, true)
 	settle(s)

@@ -39,10 +39,10 @@ func (w *worker) prime() {
 }
 
 // run is the worker's loop: pass after pass, sleeping when idle, after
-// spinning up to SpinTime while spinning pays (spin.go).
+// spinning up to Config.Spin while spinning pays (spin.go).
 func (w *worker) run() {
 	s := w.s
-	spin := max(int64(s.cfg.SpinTime), 0)
+	spin := max(int64(s.cfg.Spin), 0)
 	sp := newSpinner()
 	last := s.clock.Now()
 	idle := false // the passes since last found nothing

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/units"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +59,11 @@ func TestWorkersPinnedToCPUs(t *testing.T) {
 
 	mem := make([]byte, 256*frameSize)
 	ml := NewMemLink(mem, frameSize, 64)
-	_, err := New(Config{Ports: []PortConfig{{Name: "a"}}, CPUs: []int{cpu, 1023}}, mem, frameSize, [][]Link{{ml}})
+	cfg := Config{Config: config.Config{Ports: []config.Port{{Name: "a"}}, CPUs: []int{cpu, 1023}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(cfg, mem, frameSize, [][]Link{{ml}})
 	if allowed.IsSet(1023) {
 		return
 	}
@@ -89,7 +95,7 @@ func TestWorkersNiceAndSlice(t *testing.T) {
 		return n, slices
 	}
 	before, _ := withNice()
-	s, _, _ := testSwitch(t, 2, 2, 1024, func(c *Config) { c.Nice, c.Slice = nice, slice })
+	s, _, _ := testSwitch(t, 2, 2, 1024, func(c *Config) { c.Nice, c.Slice = nice, units.Duration(slice) })
 	if err := s.Start(); err != nil {
 		if strings.Contains(err.Error(), "slice") {
 			t.Skipf("this kernel takes no slice for ordinary threads: %v", err)

@@ -2,27 +2,19 @@ package dataplane
 
 import (
 	"encoding/binary"
-	"net/netip"
+	"fmt"
+
+	"github.com/gswitch/gswitch/config"
 
 	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/pkt"
 )
 
-// L3 configures the switch's routing: static routes over its L3 ports'
-// connected subnets, and static neighbours.
-type L3 struct {
-	Routes    []l3.Route   // static routes; each next hop names its port
-	Neighbors []L3Neighbor // static ARP/ND entries
-	ARPTTL    int64        // how long a neighbour learnt by ARP is kept (0 = 60 s)
-	ARPRetry  int64        // at most one ARP request per unresolved next hop per this long (0 = 100 ms)
-}
-
-// L3Neighbor is a static neighbour.
-type L3Neighbor struct {
-	IP   netip.Addr
-	MAC  [6]byte
-	Port int
-}
+// The neighbour cache's timers.
+const (
+	arpTTL   = 60e9  // how long a neighbour learnt by ARP is kept (ns)
+	arpRetry = 100e6 // at most one ARP request per unresolved next hop per this long (ns)
+)
 
 // L3 reports whether the port routes (has addresses) rather than switches.
 func (p *Port) L3() bool { return len(p.addrs) > 0 }
@@ -44,14 +36,13 @@ const (
 	icmpKind = 255 // ICMP errors
 )
 
-// newRouter builds the routes and neighbours of ports from c; nil for an
-// L2 switch (no port has an address, and no route is configured).
-func newRouter(ports []*Port, c L3) (*router, error) {
+// newRouter builds the routes of ports (their connected subnets and the
+// static routes) and their static neighbours, as the config resolved them
+// to ports; nil for an L2 switch (no port has an address, and no route is
+// configured).
+func newRouter(ports []*Port, static []config.RouteEntry, nbrs []config.NeighborEntry) (*router, error) {
 	var routes []l3.Route
-	r := &router{own4: map[uint32]int{}, retry: c.ARPRetry}
-	if r.retry == 0 {
-		r.retry = 100e6
-	}
+	r := &router{own4: map[uint32]int{}, retry: arpRetry}
 	for i, p := range ports {
 		for _, a := range p.addrs {
 			routes = append(routes, l3.Route{Prefix: a.Masked(), NextHops: []l3.NextHop{{Port: uint16(i)}}})
@@ -60,23 +51,28 @@ func newRouter(ports []*Port, c L3) (*router, error) {
 			}
 		}
 	}
-	if len(routes) == 0 && len(c.Routes) == 0 {
+	if len(routes) == 0 && len(static) == 0 {
 		return nil, nil // an L2 switch
 	}
-	routes = append(routes, c.Routes...)
+	for _, sr := range static {
+		lr := l3.Route{Prefix: sr.Prefix}
+		for _, nh := range sr.NextHops {
+			lr.NextHops = append(lr.NextHops, l3.NextHop{IP: nh.IP, Port: uint16(nh.Port)})
+		}
+		routes = append(routes, lr)
+	}
 	var err error
 	if r.routes, err = l3.NewTable(routes); err != nil {
 		return nil, err
 	}
-	ttl := c.ARPTTL
-	if ttl == 0 {
-		ttl = 60e9
-	}
-	if r.nbrs, err = l3.NewNeighbors(4096, ttl, l3.Ports(len(ports))); err != nil {
+	if r.nbrs, err = l3.NewNeighbors(4096, arpTTL, l3.Ports(len(ports))); err != nil {
 		return nil, err
 	}
-	for _, n := range c.Neighbors {
-		if err := r.nbrs.Static(n.IP, n.MAC, uint16(n.Port)); err != nil {
+	for _, n := range nbrs {
+		if len(n.MAC) != 6 {
+			return nil, fmt.Errorf("static neighbour %s: MAC %v is not 6 bytes", n.IP, n.MAC)
+		}
+		if err := r.nbrs.Static(n.IP, [6]byte(n.MAC), uint16(n.Port)); err != nil {
 			return nil, err
 		}
 	}

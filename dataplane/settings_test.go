@@ -22,8 +22,8 @@ func sentIn(s *Switch, l []*MemLink, clk *fakeClock, d int64) int {
 // the port then sends at the new rate, frames already queued included.
 func TestSetPortRateWhileRunning(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
-		c.Ports[1].RateBits = 100e6
-		c.Ports[1].BufferBytes = 64 << 10
+		c.Ports[1].Rate = 100e6
+		c.Ports[1].Buffer = 64 << 10
 	})
 	l[1].Inject(udp(1, 2, 10)) // learn host 2 on port 1
 	settle(s)

@@ -1,18 +1,19 @@
 package dataplane
 
 // Adaptive spinning. A worker that found nothing to do may poll a while
-// (Config.SpinTime) before it sleeps in ppoll: if a frame comes within that
-// time, it saves a wake-up, which costs microseconds on bare metal and
-// tens of microseconds in some virtual machines (docs/results.md, Latency
-// at low load). If frames come further apart than SpinTime, every spin is
-// a CPU burnt for nothing: at 100 Mbit/s of full frames (one every 123 µs)
-// a 50 µs spin after each frame keeps a worker busy 40% of the time, and
-// several switches sharing two CPUs with their hosts starve them.
+// (Config.Spin, the spin key) before it sleeps in ppoll: if a frame comes
+// within that time, it saves a wake-up, which costs microseconds on bare
+// metal and tens of microseconds in some virtual machines (docs/results.md,
+// Latency at low load). If frames come further apart than Config.Spin,
+// every spin is a CPU burnt for nothing: at 100 Mbit/s of full frames (one
+// every 123 µs) a 50 µs spin after each frame keeps a worker busy 40% of
+// the time, and several switches sharing two CPUs with their hosts starve
+// them.
 //
 // So, as NAPI and DPDK's power management do, the worker keeps score of
 // whether spinning pays: a spin that ended in work (or a sleep that work
-// ended within SpinTime, so that a spin would have caught it) is a hit; a
-// sleep longer than SpinTime is a miss. The worker spins while hits
+// ended within Config.Spin, so that a spin would have caught it) is a hit;
+// a sleep longer than Config.Spin is a miss. The worker spins while hits
 // outweigh misses over the last few idle periods, and otherwise sleeps at
 // once; a sleep cut short by work scores a hit, so spinning comes back when
 // frames come close together again.

@@ -92,7 +92,7 @@ func (s *Switch) Now() int64 { return s.clock.Now() }
 func (s *Switch) Mem() []byte { return s.mem }
 
 // ID is the switch id.
-func (s *Switch) ID() uint16 { return s.cfg.SwitchID }
+func (s *Switch) ID() uint16 { return uint16(s.cfg.SwitchID) }
 
 // NumPorts is the number of ports.
 func (s *Switch) NumPorts() int { return len(s.ports) }

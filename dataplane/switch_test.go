@@ -3,6 +3,7 @@ package dataplane
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 )
@@ -18,17 +19,20 @@ func testSwitch(t testing.TB, nports, workers, frames int, mod func(*Config)) (*
 	t.Helper()
 	mem := make([]byte, frames*frameSize)
 	clk := &fakeClock{t: 1}
-	cfg := Config{Workers: workers, Clock: clk}
+	cfg := Config{Config: config.Config{Workers: workers}, Clock: clk}
 	var links [][]Link
 	var mls []*MemLink
 	for i := 0; i < nports; i++ {
-		cfg.Ports = append(cfg.Ports, PortConfig{Name: string(rune('a' + i))})
+		cfg.Ports = append(cfg.Ports, config.Port{Name: string(rune('a' + i))})
 		ml := NewMemLink(mem, frameSize, 256)
 		mls = append(mls, ml)
 		links = append(links, []Link{ml})
 	}
 	if mod != nil {
 		mod(&cfg)
+	}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
 	}
 	s, err := New(cfg, mem, frameSize, links)
 	if err != nil {
@@ -151,9 +155,9 @@ func TestMalformedCountedAndFreed(t *testing.T) {
 func TestQueueLimitDropsAndFrees(t *testing.T) {
 	// Port b is shaped to 8 Mbit/s with a 10 KB buffer; the fake clock stands still.
 	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) {
-		c.Ports[1].RateBits = 8e6
-		c.Ports[1].BurstBytes = 3000
-		c.Ports[1].BufferBytes = 10000
+		c.Ports[1].Rate = 8e6
+		c.Ports[1].Burst = 3000
+		c.Ports[1].Buffer = 10000
 	})
 	l[1].Inject(udp(1, 2, 10)) // learn host 2 on b
 	settle(s)
@@ -185,8 +189,8 @@ func TestQueueLimitDropsAndFrees(t *testing.T) {
 
 func TestShaperRateOnFakeClock(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 1, 8192, func(c *Config) {
-		c.Ports[1].RateBits = 100e6
-		c.Ports[1].BufferBytes = 4 << 20
+		c.Ports[1].Rate = 100e6
+		c.Ports[1].Buffer = 4 << 20
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
@@ -232,16 +236,28 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 func TestBadConfig(t *testing.T) {
 	mem := make([]byte, 100*frameSize)
 	ml := NewMemLink(mem, frameSize, 64)
-	cases := map[string]Config{
-		"too few frames": {Ports: []PortConfig{{Name: "a"}}},
-		"bad scheduler":  {Ports: []PortConfig{{Name: "a", Scheduler: "nope"}}},
+	// build completes c, as a config built in Go must be, then builds it.
+	build := func(c config.Config, mem []byte) error {
+		if err := c.Complete(); err != nil {
+			return err
+		}
+		_, err := New(Config{Config: c}, mem, frameSize, [][]Link{{ml}})
+		return err
+	}
+	cases := map[string]config.Config{
+		"too few frames": {Ports: []config.Port{{Name: "a"}}},
+		"bad scheduler":  {Ports: []config.Port{{Name: "a", Scheduler: "nope"}}},
 	}
 	for name, c := range cases {
-		if _, err := New(c, mem, frameSize, [][]Link{{ml}}); err == nil {
+		if err := build(c, mem); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := New(Config{Ports: []PortConfig{{Name: "a"}}}, mem[:1000], frameSize, [][]Link{{ml}}); err == nil {
+	big := make([]byte, 4096*frameSize)
+	if _, err := New(Config{Config: config.Config{Ports: []config.Port{{Name: "a"}}}}, big, frameSize, [][]Link{{NewMemLink(big, frameSize, 64)}}); err == nil {
+		t.Error("a config not completed accepted")
+	}
+	if err := build(config.Config{Ports: []config.Port{{Name: "a"}}}, mem[:1000]); err == nil {
 		t.Error("ragged UMEM accepted")
 	}
 }

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/mech"
 )
 
@@ -20,7 +21,7 @@ func init() {
 // TickSoon, once; the request wakes a worker about to sleep.
 func TestTickSoon(t *testing.T) {
 	s, _, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
-		c.Ports[0].Mechanisms = []MechConfig{{Name: "dataplane-test-ticker", Config: &struct{}{}}}
+		c.Ports[0].Mechanisms = config.Mechanisms{{Name: "dataplane-test-ticker", Config: &struct{}{}}}
 	})
 	inst := s.Mechanisms()["dataplane-test-ticker"].(*tickCounter)
 	if inst.calls != 1 {

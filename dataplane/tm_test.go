@@ -1,13 +1,14 @@
 package dataplane
 
 import (
-	"github.com/gswitch/gswitch/mech"
-	_ "github.com/gswitch/gswitch/mech/all"
-	"github.com/gswitch/gswitch/pkt"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/internal/fairness"
+	"github.com/gswitch/gswitch/mech"
+	_ "github.com/gswitch/gswitch/mech/all"
 	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/sched"
 )
@@ -23,10 +24,10 @@ func TestDRRSharesAShapedPort(t *testing.T) {
 	for _, workers := range []int{1, 2} {
 		s, l, clk := testSwitch(t, 4, workers, 8192, func(c *Config) {
 			c.Alpha = 1
-			c.Ports[3].RateBits = 10e6
+			c.Ports[3].Rate = 10e6
 			c.Ports[3].Scheduler = "drr"
 			c.Ports[3].Queues = 8
-			c.Ports[3].BufferBytes = 256 << 10
+			c.Ports[3].Buffer = 256 << 10
 		})
 		l[3].Inject(udp(9, 4, 10)) // learn host 4 on port d
 		settle(s)
@@ -75,7 +76,7 @@ func TestPausedQueueHoldsAndControlGoesFirst(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
 		c.Ports[1].Scheduler = "prio"
 		c.Ports[1].Queues = 8
-		c.Ports[1].RateBits = 8e6
+		c.Ports[1].Rate = 8e6
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
@@ -121,8 +122,8 @@ func TestPFabricEvictionsThroughTheSwitch(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 2, 4096, func(c *Config) {
 		c.Ports[1].Scheduler = "pfabric"
 		c.Ports[1].Mechanisms = mechFor("pfabric")
-		c.Ports[1].BufferBytes = 10 * 1514
-		c.Ports[1].RateBits = 8e6
+		c.Ports[1].Buffer = 10 * 1514
+		c.Ports[1].Rate = 8e6
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
@@ -159,9 +160,9 @@ func TestPFabricFullSizeArrivalEvictsSmallPackets(t *testing.T) {
 	s, l, clk := testSwitch(t, 2, 1, 4096, func(c *Config) {
 		c.Ports[1].Scheduler = "pfabric"
 		c.Ports[1].Mechanisms = mechFor("pfabric")
-		c.Ports[1].BufferBytes = 4 * 1514
-		c.Ports[1].MaxPackets = 100 // the default, 4 x 1514 / 128, would hold only 47 probes
-		c.Ports[1].RateBits = 8e6
+		c.Ports[1].Buffer = 4 * 1514
+		c.Ports[1].BufferPackets = 100 // the default, 4 x 1514 / 128, would hold only 47 probes
+		c.Ports[1].Rate = 8e6
 	})
 	l[1].Inject(udp(1, 2, 10))
 	settle(s)
@@ -213,11 +214,11 @@ func TestSchedulersDoNotAllocateInTheSwitch(t *testing.T) {
 }
 
 // mechFor enables the mechanism a rank scheduler needs, with its defaults.
-func mechFor(scheduler string) []MechConfig {
+func mechFor(scheduler string) config.Mechanisms {
 	name := map[string]string{"pfabric": "pfabric", "rsp": "afq"}[scheduler]
 	if name == "" {
 		return nil
 	}
 	spec, _ := mech.Lookup(name)
-	return []MechConfig{{Name: name, Config: spec.Config()}}
+	return config.Mechanisms{{Name: name, Config: spec.Config()}}
 }

@@ -284,7 +284,7 @@ func TestClientReportsBothClocksAndTheVerdict(t *testing.T) {
 		// which is fabric FCT over the ideal at the fabric's.
 		wall := float64(f.FCTNs) / results.Ideal(f.Size, 100e6, 200e3, udp.MSS, udp.Overhead)
 		fabric := float64(f.FCTFabricNs) / results.Ideal(f.Size, 1e9, 20e3, udp.MSS, udp.Overhead)
-		if math.Abs(f.Slowdown-wall) > 1e-9*wall || math.Abs(f.Slowdown-fabric) > 1e-6*wall {
+		if math.Abs(f.Slowdown-wall) > 1e-9*wall || math.Abs(f.Slowdown-fabric) > 1e-5*wall /* the fabric FCT is rounded to whole ns */ {
 			t.Errorf("flow %d: slowdown %v, wall %v, fabric %v", f.ID, f.Slowdown, wall, fabric)
 		}
 	}

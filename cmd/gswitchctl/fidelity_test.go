@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/gswitch/gswitch/units"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func lateFrames(h *dptest.Harness) {
 // and returns its socket.
 func fidelitySwitch(t *testing.T) (string, *dptest.Harness) {
 	t.Helper()
-	h := dptest.New(t, dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "p1"}, {Name: "p2", RateBits: 100e6, DelayNs: 100e3}}}, 4096)
+	h := dptest.New(t, dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "p1"}, {Name: "p2", Rate: 100e6, Delay: units.Duration(100 * time.Microsecond)}}}}, 4096)
 	a, b := pkttest.MAC(0xa), pkttest.MAC(0xb)
 	h.Links[1].Inject(pkttest.UDP4(a, b, [4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 1}, 1, 2, make([]byte, 10))) // B is behind p2
 	h.Settle()

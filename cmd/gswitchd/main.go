@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,7 +36,6 @@ import (
 	"github.com/gswitch/gswitch/control"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
-	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/dataplane/metrics"
 	"github.com/gswitch/gswitch/internal/linkwatch"
 	_ "github.com/gswitch/gswitch/mech/all"
@@ -173,10 +173,15 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	if dev.umem, err = afxdp.NewUMEM(uint32(cfg.Frames), uint32(cfg.FrameSize)); err != nil {
 		return err
 	}
-	dcfg := switchConfig(cfg)
+	// The dataplane's copy of the config: each port's mac resolved to its
+	// interface's where the file sets none (cfg stays as the file says, for
+	// reloads to compare against).
+	dcfg := dataplane.Config{Config: *cfg}
+	dcfg.Ports = slices.Clone(cfg.Ports)
 	var links [][]dataplane.Link
 	var info []metrics.PortInfo
-	// The longest frame any port carries decides whether frames may span
+	// A port's longest frame is its MTU plus the Ethernet header and a
+	// VLAN tag; the longest of the ports' decides whether frames may span
 	// UMEM frames (multi-buffer sockets, an XDP program with frags, jumbo
 	// slots in the dataplane): see checkMTU.
 	ifcs := make([]*net.Interface, len(cfg.Ports))
@@ -190,7 +195,7 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 			return err
 		}
 		ifcs[i] = ifc
-		dcfg.MaxFrame = max(dcfg.MaxFrame, ifc.MTU+18)
+		dcfg.PortMaxFrame = append(dcfg.PortMaxFrame, ifc.MTU+18)
 		if sg && !dev.bind.SG {
 			dev.bind.SG = true
 			log.Printf("ports[%d]: %s has MTU %d: frames longer than a %d-byte UMEM frame holds are received and sent as multi-buffer chains and kept in jumbo slots",
@@ -217,13 +222,13 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 		mac := net.HardwareAddr(pc.MAC)
 		if mac == nil {
 			mac = ifc.HardwareAddr
+			dcfg.Ports[i].MAC = config.MAC(mac)
 		}
 		log.Printf("port %d %s: interface %s (ifindex %d, %s), %s, %d rx queue(s), XDP %s mode, %s, rate %s, buffer %d B, scheduler %s, mechanisms %v",
 			i, pc.Name, pc.Interface, ifc.Index, mac, pc.Role, nq, prog.Mode, map[bool]string{true: "zero-copy", false: "copy mode"}[zc],
 			pc.Rate, pc.Buffer, pc.Scheduler, pc.Mechanisms.Names())
 		links = append(links, pl)
 		info = append(info, metrics.PortInfo{Interface: pc.Interface, XDPMode: prog.Mode.String(), ZeroCopy: zc})
-		dcfg.Ports = append(dcfg.Ports, portConfig(&pc, mac, ifc.MTU+18))
 	}
 	sw, err := dataplane.New(dcfg, dev.umem.Mem, dev.umem.FrameSize, links)
 	if err != nil {
@@ -447,51 +452,4 @@ func checkMTU(i int, ifname string, mtu, frameSize int) (sg bool, err error) {
 			i, ifname, mtu, mtu+18, dataplane.MaxJumboFrame, ifname, dataplane.MaxJumboFrame-18)
 	}
 	return true, nil
-}
-
-// switchConfig is the dataplane's config for cfg, ports aside (portConfig
-// adds each once its interface is known).
-func switchConfig(cfg *config.Config) dataplane.Config {
-	d := dataplane.Config{
-		SwitchID: uint16(cfg.SwitchID), Workers: cfg.Workers, MACTableSize: cfg.MACTable.Size, MACAging: cfg.MACTable.Aging.D(),
-		MACPortLimit: cfg.MACTable.PortLimit, MACMoveHold: cfg.MACTable.MoveHold.D(),
-		BusyPoll: cfg.BusyPoll, SpinTime: spinTime(cfg.Spin.D()), SharedBuffer: uint64(cfg.Buffer), Alpha: cfg.Alpha, CPUs: cfg.CPUs,
-		Nice: cfg.Nice, Slice: cfg.Slice.D(), CatchUp: cfg.CatchUp.D(), Timescale: cfg.Timescale,
-	}
-	for _, r := range cfg.RouteTable() {
-		lr := l3.Route{Prefix: r.Prefix}
-		for _, nh := range r.NextHops {
-			lr.NextHops = append(lr.NextHops, l3.NextHop{IP: nh.IP, Port: uint16(nh.Port)})
-		}
-		d.L3.Routes = append(d.L3.Routes, lr)
-	}
-	for _, n := range cfg.NeighborTable() {
-		d.L3.Neighbors = append(d.L3.Neighbors, dataplane.L3Neighbor{IP: n.IP, MAC: [6]byte(n.MAC), Port: n.Port})
-	}
-	return d
-}
-
-// portConfig is the dataplane's config of port pc, whose own MAC is mac
-// and whose link takes frames up to maxFrame bytes.
-func portConfig(pc *config.Port, mac net.HardwareAddr, maxFrame int) dataplane.PortConfig {
-	var mechs []dataplane.MechConfig
-	for _, m := range pc.Mechanisms {
-		mechs = append(mechs, dataplane.MechConfig{Name: m.Name, Config: m.Config})
-	}
-	return dataplane.PortConfig{
-		Name: pc.Name, Role: pc.Role, MAC: mac, RateBits: uint64(pc.Rate), BurstBytes: int64(pc.Burst), BufferBytes: uint64(pc.Buffer),
-		Scheduler: pc.Scheduler, Queues: pc.Queues, QueueBytes: uint64(pc.QueueBuffer), Quantum: pc.Quantum, Classify: pc.Classifier(),
-		Mechanisms: mechs, DelayNs: int64(pc.Delay), RxDelayNs: int64(pc.RxDelay), Addrs: pc.Addrs,
-		MaxFrame: maxFrame,
-	}
-}
-
-// spinTime is the dataplane's SpinTime for the spin key: "spin: 0" means
-// no spinning, which the dataplane spells as a negative time (its zero is
-// the default).
-func spinTime(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }

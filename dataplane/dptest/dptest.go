@@ -8,6 +8,7 @@
 package dptest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane"
@@ -32,9 +33,17 @@ type Harness struct {
 
 // New builds a switch from cfg (its Ports set the number of ports; Clock is
 // replaced by the harness's) over frames UMEM frames, one MemLink per port.
+// The config is completed first as config.Parse completes a file
+// (config.Config.Complete: a zero that means something keeps its meaning,
+// alpha 0 is no dynamic threshold, catchup 0 none), and its errors fail
+// the test.
 func New(t testing.TB, cfg dataplane.Config, frames int) *Harness {
 	t.Helper()
 	h := &Harness{Clock: &Clock{T: 1}, Mem: make([]byte, frames*FrameSize)}
+	cfg.Ports = slices.Clone(cfg.Ports) // Complete fills them in: not the caller's
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
 	cfg.Clock = h.Clock
 	var links [][]dataplane.Link
 	for range cfg.Ports {
@@ -95,7 +104,7 @@ func (h *Harness) CheckFrames(t testing.TB) {
 // Fabric is several switches in memory on one fake clock, their ports
 // wired to each other: what one switch sends on a wired port arrives at
 // the port at the other end at once (a delay is the sending port's
-// DelayNs). Ports not wired are hosts: the test injects into them and reads
+// Delay). Ports not wired are hosts: the test injects into them and reads
 // what they were sent.
 type Fabric struct {
 	Clock *Clock

@@ -3,6 +3,7 @@ package dptest
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 )
@@ -13,7 +14,7 @@ import (
 func TestFabricCarriesFrames(t *testing.T) {
 	f := NewFabric()
 	cfg := func() dataplane.Config {
-		return dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "host"}, {Name: "up"}}}
+		return dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "host"}, {Name: "up"}}}}
 	}
 	a, b := f.Add(t, cfg(), 2048), f.Add(t, cfg(), 2048)
 	f.Connect(a, 1, b, 1)
@@ -37,7 +38,7 @@ func TestFabricCarriesFrames(t *testing.T) {
 func TestFabricLosesFrames(t *testing.T) {
 	f := NewFabric()
 	cfg := func() dataplane.Config {
-		return dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "host"}, {Name: "up"}}}
+		return dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "host"}, {Name: "up"}}}}
 	}
 	a, b := f.Add(t, cfg(), 2048), f.Add(t, cfg(), 2048)
 	f.Connect(a, 1, b, 1)

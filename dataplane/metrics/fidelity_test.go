@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"bytes"
+	"github.com/gswitch/gswitch/config"
+	"github.com/gswitch/gswitch/units"
 	"reflect"
 	"testing"
 	"time"
@@ -20,7 +22,10 @@ import (
 func TestFidelityMetrics(t *testing.T) {
 	const fs = 2048
 	mem := make([]byte, 2048*fs)
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "a"}, {Name: "b", RateBits: 10e6, DelayNs: 100e3}}}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a"}, {Name: "b", Rate: 10e6, Delay: units.Duration(100 * time.Microsecond)}}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
 	sw, err := dataplane.New(cfg, mem, fs, [][]dataplane.Link{{dataplane.NewMemLink(mem, fs, 64)}, {dataplane.NewMemLink(mem, fs, 64)}})
 	if err != nil {
 		t.Fatal(err)

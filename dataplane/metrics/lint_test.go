@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/mech/afq"
@@ -67,9 +68,12 @@ func TestMetricNamesFollowConventions(t *testing.T) {
 func lintSwitch(t *testing.T, mod func(*dataplane.Config)) *dataplane.Switch {
 	const fs = 2048
 	mem := make([]byte, 2048*fs)
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "a", Scheduler: "rsp", Queues: 8,
-		Mechanisms: []dataplane.MechConfig{{Name: "afq", Config: &afq.Config{BytesPerRound: 1514, Sketch: afq.Sketch{Rows: 2, Cols: 16}, ECNRounds: 2}}}},
-		{Name: "b", RateBits: 10e6}}}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a", Scheduler: "rsp", Queues: 8,
+		Mechanisms: config.Mechanisms{{Name: "afq", Config: &afq.Config{BytesPerRound: 1514, Sketch: afq.Sketch{Rows: 2, Cols: 16}, ECNRounds: 2}}}},
+		{Name: "b", Rate: 10e6}}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
 	sw, err := dataplane.New(cfg, mem, fs, [][]dataplane.Link{{dataplane.NewMemLink(mem, fs, 64)}, {dataplane.NewMemLink(mem, fs, 64)}})
 	if err != nil {
 		t.Fatal(err)
@@ -93,14 +97,11 @@ func tryLintSwitch(spec *mech.Spec, role mech.Role) (*dataplane.Switch, error) {
 	if s, ok := sched.Lookup(schedName); ok && s.OneQueue {
 		queues = 1
 	}
-	cfgv := spec.Config()
-	if v, ok := cfgv.(mech.Validator); ok {
-		if err := v.Validate(mech.PortInfo{Name: "m", Role: role, RateBits: 1e9, Scheduler: schedName, Queues: queues}); err != nil {
-			return nil, err
-		}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
+		{Name: "m", Role: role, Rate: 1e9, Scheduler: schedName, Queues: queues, Mechanisms: config.Mechanisms{{Name: spec.Name, Config: spec.Config()}}},
+		{Name: "o", Role: role, Rate: 1e9}}}}
+	if err := cfg.Complete(); err != nil { // runs the mechanism's own checks, as for a file
+		return nil, err
 	}
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
-		{Name: "m", Role: role, RateBits: 1e9, Scheduler: schedName, Queues: queues, Mechanisms: []dataplane.MechConfig{{Name: spec.Name, Config: cfgv}}},
-		{Name: "o", Role: role, RateBits: 1e9}}}
 	return dataplane.New(cfg, mem, fs, [][]dataplane.Link{{dataplane.NewMemLink(mem, fs, 64)}, {dataplane.NewMemLink(mem, fs, 64)}})
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,8 +15,11 @@ func TestCollectorReportsTraffic(t *testing.T) {
 	const fs = 2048
 	mem := make([]byte, 2048*fs)
 	a, b := dataplane.NewMemLink(mem, fs, 128), dataplane.NewMemLink(mem, fs, 128)
-	sw, err := dataplane.New(dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "a"}, {Name: "b", RateBits: 10e6}}},
-		mem, fs, [][]dataplane.Link{{a}, {b}})
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a"}, {Name: "b", Rate: 10e6}}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	sw, err := dataplane.New(cfg, mem, fs, [][]dataplane.Link{{a}, {b}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/afxdp"
 	"github.com/gswitch/gswitch/mech"
@@ -75,18 +76,21 @@ func TestStartTrafficScrapeStop(t *testing.T) {
 	mem := make([]byte, 8192*frameSize)
 	var links [][]dataplane.Link
 	var ll []*lockedLink
-	cfg := dataplane.Config{Workers: 2}
+	cfg := dataplane.Config{Config: config.Config{Workers: 2}}
 	for i := 0; i < 4; i++ {
 		l := &lockedLink{ml: dataplane.NewMemLink(mem, frameSize, 256)}
 		ll = append(ll, l)
 		links = append(links, []dataplane.Link{l})
-		pc := dataplane.PortConfig{Name: string(rune('a' + i))}
+		pc := config.Port{Name: string(rune('a' + i))}
 		if i == 3 {
 			spec, _ := mech.Lookup("afq")
-			pc.Scheduler, pc.RateBits = "rsp", 100e6
-			pc.Mechanisms = []dataplane.MechConfig{{Name: "afq", Config: spec.Config()}}
+			pc.Scheduler, pc.Rate = "rsp", 100e6
+			pc.Mechanisms = config.Mechanisms{{Name: "afq", Config: spec.Config()}}
 		}
 		cfg.Ports = append(cfg.Ports, pc)
+	}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
 	}
 	sw, err := dataplane.New(cfg, mem, frameSize, links)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/internal/fairness"
@@ -11,15 +12,16 @@ import (
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/units"
 )
 
 var ip1, ip2, ip3 = [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 3}
 
 // harness: ports a and b send to c, which is shaped and runs rsp + afq.
 func harness(t *testing.T, c *afq.Config, rate uint64) *dptest.Harness {
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "a"}, {Name: "b"},
-		{Name: "c", Scheduler: "rsp", Queues: 8, RateBits: rate, BufferBytes: 4 << 20,
-			Mechanisms: []dataplane.MechConfig{{Name: "afq", Config: c}}}}}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a"}, {Name: "b"},
+		{Name: "c", Scheduler: "rsp", Queues: 8, Rate: units.Rate(rate), Buffer: 4 << 20,
+			Mechanisms: config.Mechanisms{{Name: "afq", Config: c}}}}}}
 	h := dptest.New(t, cfg, 8192)
 	// c's host announces itself so the switch learns it.
 	h.Links[2].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/mech"
@@ -67,18 +68,18 @@ func ofType(ms []wire.BFC, ty wire.Type) []wire.BFC {
 
 func inst(h *dptest.Harness) *bfc.BFC { return h.SW.Mechanisms()["bfc"].(*bfc.BFC) }
 
-func mechs(c *bfc.Config) []dataplane.MechConfig {
-	return []dataplane.MechConfig{{Name: "bfc", Config: c}}
+func mechs(c *bfc.Config) config.Mechanisms {
+	return config.Mechanisms{{Name: "bfc", Config: c}}
 }
 
 // congested is one switch (the downstream, congested one): port 0 "up"
 // faces a BFC neighbour, port 1 "out" is a host port shaped to rate.
 func congested(t *testing.T, out *bfc.Config, rate uint64, buffer uint64) *dptest.Harness {
 	t.Helper()
-	cfg := dataplane.Config{Workers: 1, SwitchID: 7, Ports: []dataplane.PortConfig{
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, SwitchID: 7, Ports: []config.Port{
 		{Name: "up", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "out", Scheduler: "drr", Queues: 8, RateBits: rate, BurstBytes: 1538, BufferBytes: buffer, Mechanisms: mechs(out)},
-	}}
+		{Name: "out", Scheduler: "drr", Queues: 8, Rate: units.Rate(rate), Burst: 1538, Buffer: units.Size(buffer), Mechanisms: mechs(out)},
+	}}}
 	h := dptest.New(t, cfg, 8192)
 	h.Record()
 	h.Links[1].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1)) // the receiver announces itself
@@ -215,10 +216,10 @@ func TestCountersRightAfterDrops(t *testing.T) {
 func TestStickyAssignmentWithinTwoHRTT(t *testing.T) {
 	const rate = 100e6
 	hrtt := units.Duration(200e3) // sticky = 400 us
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
 		{Name: "up", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{HRTT: hrtt})},
-		{Name: "out", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, RateBits: rate, BurstBytes: 4 * 1538, Mechanisms: mechs(&bfc.Config{HRTT: hrtt})},
-	}}
+		{Name: "out", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Rate: rate, Burst: 4 * 1538, Mechanisms: mechs(&bfc.Config{HRTT: hrtt})},
+	}}}
 	h := dptest.New(t, cfg, 4096)
 	h.Record()
 	h.Links[1].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))
@@ -279,14 +280,14 @@ func TestStickyAssignmentWithinTwoHRTT(t *testing.T) {
 func twoSwitches(t *testing.T, fast, rate uint64, burst int64, delay int64, cb *bfc.Config) (f *dptest.Fabric, a, b *dptest.Harness) {
 	t.Helper()
 	f = dptest.NewFabric()
-	a = f.Add(t, dataplane.Config{Workers: 1, SwitchID: 1, Ports: []dataplane.PortConfig{
+	a = f.Add(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: 1, Ports: []config.Port{
 		{Name: "h"},
-		{Name: "b", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, RateBits: fast, BurstBytes: 1538, BufferBytes: 8 << 20, DelayNs: delay, Mechanisms: mechs(&bfc.Config{HRTT: cb.HRTT})},
-	}}, 16384)
-	b = f.Add(t, dataplane.Config{Workers: 1, SwitchID: 2, Ports: []dataplane.PortConfig{
-		{Name: "a", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, DelayNs: delay, Mechanisms: mechs(&bfc.Config{HRTT: cb.HRTT})},
-		{Name: "out", Scheduler: "drr", Queues: 8, RateBits: rate, BurstBytes: burst, BufferBytes: 8 << 20, Mechanisms: mechs(cb)},
-	}}, 16384)
+		{Name: "b", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Rate: units.Rate(fast), Burst: 1538, Buffer: 8 << 20, Delay: units.Duration(delay), Mechanisms: mechs(&bfc.Config{HRTT: cb.HRTT})},
+	}}}, 16384)
+	b = f.Add(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: 2, Ports: []config.Port{
+		{Name: "a", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Delay: units.Duration(delay), Mechanisms: mechs(&bfc.Config{HRTT: cb.HRTT})},
+		{Name: "out", Scheduler: "drr", Queues: 8, Rate: units.Rate(rate), Burst: units.Size(burst), Buffer: 8 << 20, Mechanisms: mechs(cb)},
+	}}}, 16384)
 	f.Connect(a, 1, b, 0)
 	b.Links[1].Record = true
 	b.Links[1].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1)) // flooded to A: both learn where the receiver is

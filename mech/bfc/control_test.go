@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/mech"
@@ -110,11 +111,11 @@ func TestPausesFromTheNeighbour(t *testing.T) {
 // BFC sees it and changes nothing; one from a fabric port whose peer is not
 // BFC is refused and counted.
 func TestForgedPauses(t *testing.T) {
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
 		{Name: "host", Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
 		{Name: "plain", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{Peer: bfc.PeerNone})},
 		{Name: "bfc", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-	}}
+	}}}
 	h := dptest.New(t, cfg, 4096)
 	b := inst(h)
 	for port := 0; port < 2; port++ {
@@ -153,10 +154,10 @@ func gsperfFrame(sport uint16, mf uint64) []byte {
 // upstream queue comes from the gsperf header; the pause goes back to the
 // host naming it. A host that names no queue is never paused.
 func TestHostQueueFromGsperfHeader(t *testing.T) {
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
 		{Name: "h", Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "out", Scheduler: "drr", Queues: 8, RateBits: 100e6, BurstBytes: 1538, Mechanisms: mechs(&bfc.Config{Th: 2 * wireLen})},
-	}}
+		{Name: "out", Scheduler: "drr", Queues: 8, Rate: 100e6, Burst: 1538, Mechanisms: mechs(&bfc.Config{Th: 2 * wireLen})},
+	}}}
 	h := dptest.New(t, cfg, 4096)
 	h.Record()
 	h.Links[1].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))
@@ -203,10 +204,10 @@ func TestHostQueueFromGsperfHeader(t *testing.T) {
 func TestSingleAndStochastic(t *testing.T) {
 	for _, mode := range []string{bfc.AssignSingle, bfc.AssignStochastic} {
 		t.Run(mode, func(t *testing.T) {
-			cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
+			cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
 				{Name: "up", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{Assign: mode})},
-				{Name: "out", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, RateBits: 100e6, BurstBytes: 1538, Mechanisms: mechs(&bfc.Config{Assign: mode, Th: 2 * wireLen})},
-			}}
+				{Name: "out", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Rate: 100e6, Burst: 1538, Mechanisms: mechs(&bfc.Config{Assign: mode, Th: 2 * wireLen})},
+			}}}
 			h := dptest.New(t, cfg, 4096)
 			h.Record()
 			h.Links[1].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))
@@ -268,14 +269,14 @@ func TestSingleAndStochastic(t *testing.T) {
 // leaf-spine); from a downlink they do. pause_from replaces the rule.
 func TestElisionUpDown(t *testing.T) {
 	uplink := true
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
 		{Name: "spine1", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{Uplink: &uplink})},
 		{Name: "down", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "spine2", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, RateBits: 100e6, BurstBytes: 1538,
+		{Name: "spine2", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Rate: 100e6, Burst: 1538,
 			Mechanisms: mechs(&bfc.Config{Uplink: &uplink, Th: 2 * wireLen})},
-		{Name: "host", Scheduler: "drr", Queues: 8, RateBits: 100e6, BurstBytes: 1538,
+		{Name: "host", Scheduler: "drr", Queues: 8, Rate: 100e6, Burst: 1538,
 			Mechanisms: mechs(&bfc.Config{Th: 2 * wireLen, PauseFrom: []string{"down"}})},
-	}}
+	}}}
 	h := dptest.New(t, cfg, 4096)
 	h.Record()
 	ip4 := [4]byte{10, 0, 0, 4}
@@ -337,9 +338,12 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%+v: %v, want an error about %q", c.cfg, err, c.want)
 		}
 	}
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
 		{Name: "a", Scheduler: "drr", Mechanisms: mechs(&bfc.Config{PauseFrom: []string{"nope"}})},
-	}}
+	}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := dataplane.New(cfg, make([]byte, 4096*2048), 2048, [][]dataplane.Link{{dataplane.NewMemLink(make([]byte, 1), 2048, 64)}}); err == nil || !contains(err.Error(), "pause_from") {
 		t.Errorf("pause_from naming no port: %v", err)
 	}

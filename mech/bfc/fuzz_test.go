@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/mech"
@@ -15,11 +16,11 @@ import (
 // threePorts: port 0 faces a BFC switch, port 1 a gsperf host (peer host),
 // port 2 the receiver, shaped, with a small fixed Th so counters move.
 func threePorts(t testing.TB) *dptest.Harness {
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
 		{Name: "up", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
 		{Name: "h", Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "out", Scheduler: "drr", Queues: 8, RateBits: 100e6, BurstBytes: 1538, BufferBytes: 64 << 10, Mechanisms: mechs(&bfc.Config{Th: 2 * wireLen})},
-	}}
+		{Name: "out", Scheduler: "drr", Queues: 8, Rate: 100e6, Burst: 1538, Buffer: 64 << 10, Mechanisms: mechs(&bfc.Config{Th: 2 * wireLen})},
+	}}}
 	h := dptest.New(t, cfg, 4096)
 	h.Links[2].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))
 	h.Settle()

@@ -3,6 +3,7 @@ package bfc_test
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/mech"
@@ -10,6 +11,7 @@ import (
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/sched"
+	"github.com/gswitch/gswitch/units"
 )
 
 // line is the BFC testbed in memory: upstream switches A and B (a host
@@ -18,7 +20,7 @@ import (
 // buffer. With on, BFC runs on every port.
 func line(t *testing.T, on bool) (f *dptest.Fabric, a, b, c *dptest.Harness) {
 	const delay = 20e3
-	m := func(cfg *bfc.Config) []dataplane.MechConfig {
+	m := func(cfg *bfc.Config) config.Mechanisms {
 		if !on {
 			return nil
 		}
@@ -26,17 +28,17 @@ func line(t *testing.T, on bool) (f *dptest.Fabric, a, b, c *dptest.Harness) {
 	}
 	f = dptest.NewFabric()
 	up := func(id uint16) *dptest.Harness {
-		return f.Add(t, dataplane.Config{Workers: 1, SwitchID: id, Ports: []dataplane.PortConfig{
+		return f.Add(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: int(id), Ports: []config.Port{
 			{Name: "h", Scheduler: "drr", Queues: 16, Mechanisms: m(&bfc.Config{})},
-			{Name: "c", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, RateBits: 1e9, BurstBytes: 1538, BufferBytes: 16 << 20, DelayNs: delay, Mechanisms: m(&bfc.Config{})},
-		}}, 16384)
+			{Name: "c", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, Rate: 1e9, Burst: 1538, Buffer: 16 << 20, Delay: delay, Mechanisms: m(&bfc.Config{})},
+		}}}, 16384)
 	}
 	a, b = up(1), up(2)
-	c = f.Add(t, dataplane.Config{Workers: 1, SwitchID: 3, Ports: []dataplane.PortConfig{
-		{Name: "a", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, DelayNs: delay, Mechanisms: m(&bfc.Config{})},
-		{Name: "b", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, DelayNs: delay, Mechanisms: m(&bfc.Config{})},
-		{Name: "r", Scheduler: "drr", Queues: 16, RateBits: 100e6, BurstBytes: 1538, BufferBytes: 64 << 10, Mechanisms: m(&bfc.Config{})},
-	}}, 16384)
+	c = f.Add(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: 3, Ports: []config.Port{
+		{Name: "a", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, Delay: delay, Mechanisms: m(&bfc.Config{})},
+		{Name: "b", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, Delay: delay, Mechanisms: m(&bfc.Config{})},
+		{Name: "r", Scheduler: "drr", Queues: 16, Rate: 100e6, Burst: 1538, Buffer: 64 << 10, Mechanisms: m(&bfc.Config{})},
+	}}}, 16384)
 	f.Connect(a, 1, c, 0)
 	f.Connect(b, 1, c, 1)
 	c.Links[2].Record = true
@@ -128,17 +130,17 @@ func twoFlows(t *testing.T, delayB int64, utilMin, utilMax float64) {
 	)
 	f := dptest.NewFabric()
 	up := func(id uint16, delay int64) *dptest.Harness {
-		return f.Add(t, dataplane.Config{Workers: 1, SwitchID: id, Ports: []dataplane.PortConfig{
+		return f.Add(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: int(id), Ports: []config.Port{
 			{Name: "h", Scheduler: "drr", Queues: 16},
-			{Name: "c", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, RateBits: mu, BurstBytes: 1538, BufferBytes: 16 << 20, DelayNs: delay, Mechanisms: mechs(&bfc.Config{})},
-		}}, 16384)
+			{Name: "c", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, Rate: mu, Burst: 1538, Buffer: 16 << 20, Delay: units.Duration(delay), Mechanisms: mechs(&bfc.Config{})},
+		}}}, 16384)
 	}
 	a, b := up(1, delay), up(2, delayB)
-	c := f.Add(t, dataplane.Config{Workers: 1, SwitchID: 3, Ports: []dataplane.PortConfig{
-		{Name: "a", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, RateBits: mu, DelayNs: delay, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "b", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, RateBits: mu, DelayNs: delayB, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "r", Scheduler: "drr", Queues: 16, RateBits: mu, BurstBytes: 1538, BufferBytes: 16 << 20, Mechanisms: mechs(&bfc.Config{})},
-	}}, 16384)
+	c := f.Add(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: 3, Ports: []config.Port{
+		{Name: "a", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, Rate: mu, Delay: delay, Mechanisms: mechs(&bfc.Config{})},
+		{Name: "b", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, Rate: mu, Delay: units.Duration(delayB), Mechanisms: mechs(&bfc.Config{})},
+		{Name: "r", Scheduler: "drr", Queues: 16, Rate: mu, Burst: 1538, Buffer: 16 << 20, Mechanisms: mechs(&bfc.Config{})},
+	}}}, 16384)
 	f.Connect(a, 1, c, 0)
 	f.Connect(b, 1, c, 1)
 	c.Links[2].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))

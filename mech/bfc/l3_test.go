@@ -6,9 +6,9 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
-	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/mech/bfc"
 	"github.com/gswitch/gswitch/mech/pfabric"
@@ -24,17 +24,18 @@ import (
 // switch toward 10.3.0.0/24.
 func router(t *testing.T) *dptest.Harness {
 	mac := func(i byte) net.HardwareAddr { return net.HardwareAddr{0x02, 0xaa, 0, 0, 0, i} }
+	hostMAC := func(i byte) config.MAC { m := pkttest.MAC(i); return m[:] }
 	pf := netip.MustParsePrefix
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
-		{Name: "fab", Role: mech.RoleFabric, MAC: mac(0), Addrs: []netip.Prefix{pf("10.255.0.1/31")}, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "fab2", Role: mech.RoleFabric, MAC: mac(1), Addrs: []netip.Prefix{pf("10.255.0.3/31")}, Scheduler: "drr", Queues: 8},
-		{Name: "host", MAC: mac(2), Addrs: []netip.Prefix{pf("10.2.0.254/24")}, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-		{Name: "next", Role: mech.RoleFabric, MAC: mac(3), Addrs: []netip.Prefix{pf("10.255.0.5/31")}, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
-	}, L3: dataplane.L3{
-		Routes: []l3.Route{{Prefix: pf("10.3.0.0/24"), NextHops: []l3.NextHop{{IP: netip.MustParseAddr("10.255.0.4"), Port: 3}}}},
-		Neighbors: []dataplane.L3Neighbor{
-			{IP: netip.MustParseAddr("10.2.0.1"), MAC: pkttest.MAC(2), Port: 2},
-			{IP: netip.MustParseAddr("10.255.0.4"), MAC: pkttest.MAC(4), Port: 3},
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
+		{Name: "fab", Role: mech.RoleFabric, MAC: config.MAC(mac(0)), Addrs: []netip.Prefix{pf("10.255.0.1/31")}, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
+		{Name: "fab2", Role: mech.RoleFabric, MAC: config.MAC(mac(1)), Addrs: []netip.Prefix{pf("10.255.0.3/31")}, Scheduler: "drr", Queues: 8},
+		{Name: "host", MAC: config.MAC(mac(2)), Addrs: []netip.Prefix{pf("10.2.0.254/24")}, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
+		{Name: "next", Role: mech.RoleFabric, MAC: config.MAC(mac(3)), Addrs: []netip.Prefix{pf("10.255.0.5/31")}, Scheduler: "drr", Queues: 8, Mechanisms: mechs(&bfc.Config{})},
+	},
+		Routes: []config.Route{{Prefix: pf("10.3.0.0/24"), Via: []netip.Addr{netip.MustParseAddr("10.255.0.4")}}},
+		Neighbors: []config.Neighbor{
+			{IP: netip.MustParseAddr("10.2.0.1"), MAC: hostMAC(2)},
+			{IP: netip.MustParseAddr("10.255.0.4"), MAC: hostMAC(4)},
 		}}}
 	h := dptest.New(t, cfg, 4096)
 	h.Record()

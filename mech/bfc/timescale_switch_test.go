@@ -1,6 +1,7 @@
 package bfc_test
 
 import (
+	"github.com/gswitch/gswitch/config"
 	"testing"
 	"time"
 
@@ -24,10 +25,10 @@ func TestSwitchHandsBFCItsTimescale(t *testing.T) {
 		// 2 x 25us (the budget is wall time), 52us or 2.05ms; 4 x HRTT is
 		// 208us, or 8.2ms, below the clamp's 100ms at K = 1000.
 		delay := x.k.Wall(time.Microsecond)
-		h := dptest.New(t, dataplane.Config{Workers: 1, SwitchID: 7, Timescale: x.k, Ports: []dataplane.PortConfig{
-			{Name: "up", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, DelayNs: int64(delay), Mechanisms: mechs(&bfc.Config{})},
+		h := dptest.New(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: 7, Timescale: x.k, Ports: []config.Port{
+			{Name: "up", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Delay: units.Duration(delay), Mechanisms: mechs(&bfc.Config{})},
 			{Name: "out", Scheduler: "drr", Queues: 8},
-		}}, 4096)
+		}}}, 4096)
 		if p, _ := inst(h).Period(0); time.Duration(p) != x.period {
 			t.Errorf("K %v: bitmap period %v, want %v", x.k, time.Duration(p), x.period)
 		}

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
-	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/mech/expresspass"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
+	"github.com/gswitch/gswitch/units"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -37,9 +38,9 @@ func mustLookup() mech.Spec {
 // sender; both run ExpressPass at rate. Both hosts are learnt.
 func l2Switch(t testing.TB, rate uint64, c *expresspass.Config) *dptest.Harness {
 	t.Helper()
-	mc := []dataplane.MechConfig{{Name: expresspass.Name, Config: c}}
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
-		{Name: "r", RateBits: rate, Mechanisms: mc}, {Name: "s", RateBits: rate, Mechanisms: mc}}}
+	mc := config.Mechanisms{{Name: expresspass.Name, Config: c}}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
+		{Name: "r", Rate: units.Rate(rate), Mechanisms: mc}, {Name: "s", Rate: units.Rate(rate), Mechanisms: mc}}}}
 	h := dptest.New(t, cfg, 4096)
 	h.Links[0].Inject(pkttest.ARP(macR, ipR, ipS))
 	h.Links[1].Inject(pkttest.ARP(macS, ipS, ipR))
@@ -265,9 +266,12 @@ func TestConfigErrors(t *testing.T) {
 	}
 	other := defaults()
 	other.CreditDSCP = 12
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{
-		{Name: "a", RateBits: 1e9, Mechanisms: []dataplane.MechConfig{{Name: expresspass.Name, Config: defaults()}}},
-		{Name: "b", RateBits: 1e9, Mechanisms: []dataplane.MechConfig{{Name: expresspass.Name, Config: other}}}}}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
+		{Name: "a", Rate: 1e9, Mechanisms: config.Mechanisms{{Name: expresspass.Name, Config: defaults()}}},
+		{Name: "b", Rate: 1e9, Mechanisms: config.Mechanisms{{Name: expresspass.Name, Config: other}}}}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
 	mem := make([]byte, 4096*dptest.FrameSize)
 	links := [][]dataplane.Link{{dataplane.NewMemLink(mem, dptest.FrameSize, 64)}, {dataplane.NewMemLink(mem, dptest.FrameSize, 64)}}
 	if s, err := dataplane.New(cfg, mem, dptest.FrameSize, links); err == nil || !strings.Contains(err.Error(), "credit_dscp") {
@@ -306,29 +310,24 @@ func leafSpine(t *testing.T) (f *dptest.Fabric, leaf1, leaf2, spine1, spine2 *dp
 	p := netip.MustParsePrefix
 	a := netip.MustParseAddr
 	mac := func(sw, port byte) [6]byte { return [6]byte{2, 0x77, 0, 0, sw, port} }
-	xpc := []dataplane.MechConfig{{Name: expresspass.Name, Config: defaults()}}
-	port := func(name string, sw, i byte, addr string, role mech.Role) dataplane.PortConfig {
+	xpc := config.Mechanisms{{Name: expresspass.Name, Config: defaults()}}
+	port := func(name string, sw, i byte, addr string, role mech.Role) config.Port {
 		m := mac(sw, i)
-		return dataplane.PortConfig{Name: name, MAC: m[:], RateBits: 1e9, Role: role, Addrs: []netip.Prefix{p(addr)}, Mechanisms: xpc}
+		return config.Port{Name: name, MAC: m[:], Rate: 1e9, Role: role, Addrs: []netip.Prefix{p(addr)}, Mechanisms: xpc}
 	}
-	nh := func(ip string, port uint16) l3.NextHop { return l3.NextHop{IP: a(ip), Port: port} }
-	nb := func(ip string, m [6]byte, port int) dataplane.L3Neighbor {
-		return dataplane.L3Neighbor{IP: a(ip), MAC: m, Port: port}
-	}
+	nb := func(ip string, m [6]byte) config.Neighbor { return config.Neighbor{IP: a(ip), MAC: m[:]} }
 	leaf := func(id byte, host, up1, up2, peer1, peer2, other string, hostMAC [6]byte, hostIP string) dataplane.Config {
-		return dataplane.Config{Workers: 1, SwitchID: uint16(id), Ports: []dataplane.PortConfig{
+		return dataplane.Config{Config: config.Config{Workers: 1, SwitchID: int(id), Ports: []config.Port{
 			port("h", id, 0, host, mech.RoleHost), port("spine1", id, 1, up1, mech.RoleFabric), port("spine2", id, 2, up2, mech.RoleFabric)},
-			L3: dataplane.L3{
-				Routes:    []l3.Route{{Prefix: p(other), NextHops: []l3.NextHop{nh(peer1, 1), nh(peer2, 2)}}},
-				Neighbors: []dataplane.L3Neighbor{nb(hostIP, hostMAC, 0), nb(peer1, mac(3, id-1), 1), nb(peer2, mac(4, id-1), 2)}}}
+			Routes:    []config.Route{{Prefix: p(other), Via: []netip.Addr{a(peer1), a(peer2)}}},
+			Neighbors: []config.Neighbor{nb(hostIP, hostMAC), nb(peer1, mac(3, id-1)), nb(peer2, mac(4, id-1))}}}
 	}
 	spine := func(id byte, d1, d2 string, peer1, peer2 string) dataplane.Config {
-		return dataplane.Config{Workers: 1, SwitchID: uint16(id), Ports: []dataplane.PortConfig{
+		return dataplane.Config{Config: config.Config{Workers: 1, SwitchID: int(id), Ports: []config.Port{
 			port("leaf1", id, 0, d1, mech.RoleFabric), port("leaf2", id, 1, d2, mech.RoleFabric)},
-			L3: dataplane.L3{
-				Routes: []l3.Route{{Prefix: p("10.1.1.0/24"), NextHops: []l3.NextHop{nh(peer1, 0)}},
-					{Prefix: p("10.1.2.0/24"), NextHops: []l3.NextHop{nh(peer2, 1)}}},
-				Neighbors: []dataplane.L3Neighbor{nb(peer1, mac(1, byte(id-2)), 0), nb(peer2, mac(2, byte(id-2)), 1)}}}
+			Routes: []config.Route{{Prefix: p("10.1.1.0/24"), Via: []netip.Addr{a(peer1)}},
+				{Prefix: p("10.1.2.0/24"), Via: []netip.Addr{a(peer2)}}},
+			Neighbors: []config.Neighbor{nb(peer1, mac(1, byte(id-2))), nb(peer2, mac(2, byte(id-2)))}}}
 	}
 	// /31s: leaf1-spine1 .0/.1, leaf1-spine2 .2/.3, leaf2-spine1 .4/.5, leaf2-spine2 .6/.7.
 	leaf1 = f.Add(t, leaf(1, "10.1.1.254/24", "10.255.0.0/31", "10.255.0.2/31", "10.255.0.1", "10.255.0.3", "10.1.2.0/24", macS, "10.1.1.1"), 4096)

@@ -3,6 +3,7 @@ package pfabric_test
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/mech/pfabric"
@@ -14,9 +15,9 @@ import (
 var ip1, ip2 = [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
 
 func harness(t *testing.T, rank string) *dptest.Harness {
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "a"},
-		{Name: "b", Scheduler: "pfabric", RateBits: 8e6, BufferBytes: 64 << 10,
-			Mechanisms: []dataplane.MechConfig{{Name: "pfabric", Config: &pfabric.Config{Rank: rank}}}}}}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a"},
+		{Name: "b", Scheduler: "pfabric", Rate: 8e6, Buffer: 64 << 10,
+			Mechanisms: config.Mechanisms{{Name: "pfabric", Config: &pfabric.Config{Rank: rank}}}}}}}
 	h := dptest.New(t, cfg, 4096)
 	h.Links[1].Inject(pkttest.ARP(pkttest.MAC(2), ip2, ip1))
 	h.Settle()

@@ -3,6 +3,7 @@ package pfabric_test
 import (
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/mech"
@@ -10,9 +11,9 @@ import (
 )
 
 func TestView(t *testing.T) {
-	cfg := dataplane.Config{Workers: 1, Ports: []dataplane.PortConfig{{Name: "a"},
-		{Name: "b", Scheduler: "pfabric", Mechanisms: []dataplane.MechConfig{{Name: "pfabric", Config: &pfabric.Config{Rank: pfabric.RankLAS}}}},
-		{Name: "c", Scheduler: "pfabric", Mechanisms: []dataplane.MechConfig{{Name: "pfabric", Config: &pfabric.Config{Rank: pfabric.RankGsperf}}}}}}
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a"},
+		{Name: "b", Scheduler: "pfabric", Mechanisms: config.Mechanisms{{Name: "pfabric", Config: &pfabric.Config{Rank: pfabric.RankLAS}}}},
+		{Name: "c", Scheduler: "pfabric", Mechanisms: config.Mechanisms{{Name: "pfabric", Config: &pfabric.Config{Rank: pfabric.RankGsperf}}}}}}}
 	h := dptest.New(t, cfg, 4096)
 	d := h.SW.Mechanisms()["pfabric"].(mech.Viewer)
 	if d.View(0) != nil {

@@ -6,14 +6,15 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
-	"github.com/gswitch/gswitch/dataplane/l3"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/mech/sfc"
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
+	"github.com/gswitch/gswitch/units"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -50,36 +51,36 @@ func conf(mode string) *sfc.Config {
 	return c
 }
 
-func mechs(c *sfc.Config) []dataplane.MechConfig {
-	return []dataplane.MechConfig{{Name: "sfc", Config: c}}
+func mechs(c *sfc.Config) config.Mechanisms {
+	return config.Mechanisms{{Name: "sfc", Config: c}}
 }
 
 func prefix(s string) []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix(s)} }
 
 // sw1Config: h1, h2 on their own subnets, the uplink toward sw2.
 func sw1Config(c1 *sfc.Config) dataplane.Config {
-	return dataplane.Config{SwitchID: 1, Workers: 1, Ports: []dataplane.PortConfig{
-		{Name: "h1", MAC: portMAC(sw1, 0), Addrs: prefix("10.1.1.254/24"), Mechanisms: mechs(c1)},
-		{Name: "h2", MAC: portMAC(sw1, 1), Addrs: prefix("10.1.3.254/24"), Mechanisms: mechs(c1)},
-		{Name: "up", MAC: portMAC(sw1, 2), Addrs: prefix("10.255.0.0/31"), Role: mech.RoleFabric, Mechanisms: mechs(c1)},
-	}, L3: dataplane.L3{
-		Routes: []l3.Route{{Prefix: netip.MustParsePrefix("10.1.2.0/24"), NextHops: []l3.NextHop{{IP: netip.MustParseAddr("10.255.0.1"), Port: 2}}}},
-		Neighbors: []dataplane.L3Neighbor{{IP: netip.MustParseAddr("10.1.1.1"), MAC: macH1, Port: 0},
-			{IP: netip.MustParseAddr("10.1.3.1"), MAC: macH2, Port: 1},
-			{IP: netip.MustParseAddr("10.255.0.1"), MAC: mac6(portMAC(sw2, 1)), Port: 2}},
+	return dataplane.Config{Config: config.Config{SwitchID: 1, Workers: 1, Ports: []config.Port{
+		{Name: "h1", MAC: config.MAC(portMAC(sw1, 0)), Addrs: prefix("10.1.1.254/24"), Mechanisms: mechs(c1)},
+		{Name: "h2", MAC: config.MAC(portMAC(sw1, 1)), Addrs: prefix("10.1.3.254/24"), Mechanisms: mechs(c1)},
+		{Name: "up", MAC: config.MAC(portMAC(sw1, 2)), Addrs: prefix("10.255.0.0/31"), Role: mech.RoleFabric, Mechanisms: mechs(c1)},
+	},
+		Routes: []config.Route{{Prefix: netip.MustParsePrefix("10.1.2.0/24"), Via: []netip.Addr{netip.MustParseAddr("10.255.0.1")}}},
+		Neighbors: []config.Neighbor{{IP: netip.MustParseAddr("10.1.1.1"), MAC: macH1[:]},
+			{IP: netip.MustParseAddr("10.1.3.1"), MAC: macH2[:]},
+			{IP: netip.MustParseAddr("10.255.0.1"), MAC: config.MAC(portMAC(sw2, 1))}},
 	}}
 }
 
 // sw2Config: r behind a port shaped to 8 Mbit/s, the fabric port toward sw1.
 func sw2Config(c2 *sfc.Config) dataplane.Config {
-	return dataplane.Config{SwitchID: 2, Workers: 1, Ports: []dataplane.PortConfig{
-		{Name: "r", MAC: portMAC(sw2, 0), Addrs: prefix("10.1.2.254/24"), RateBits: rateR, BurstBytes: 1538,
-			BufferBytes: 4 << 20, MaxPackets: 8192, Mechanisms: mechs(c2)},
-		{Name: "down", MAC: portMAC(sw2, 1), Addrs: prefix("10.255.0.1/31"), Role: mech.RoleFabric, Mechanisms: mechs(c2)},
-	}, SharedBuffer: 8 << 20, L3: dataplane.L3{
-		Routes: []l3.Route{{Prefix: netip.MustParsePrefix("10.1.0.0/16"), NextHops: []l3.NextHop{{IP: netip.MustParseAddr("10.255.0.0"), Port: 1}}}},
-		Neighbors: []dataplane.L3Neighbor{{IP: netip.MustParseAddr("10.1.2.1"), MAC: macR, Port: 0},
-			{IP: netip.MustParseAddr("10.255.0.0"), MAC: mac6(portMAC(sw1, 2)), Port: 1}},
+	return dataplane.Config{Config: config.Config{SwitchID: 2, Workers: 1, Ports: []config.Port{
+		{Name: "r", MAC: config.MAC(portMAC(sw2, 0)), Addrs: prefix("10.1.2.254/24"), Rate: units.Rate(rateR), Burst: 1538,
+			Buffer: 4 << 20, BufferPackets: 8192, Mechanisms: mechs(c2)},
+		{Name: "down", MAC: config.MAC(portMAC(sw2, 1)), Addrs: prefix("10.255.0.1/31"), Role: mech.RoleFabric, Mechanisms: mechs(c2)},
+	}, Buffer: 8 << 20,
+		Routes: []config.Route{{Prefix: netip.MustParsePrefix("10.1.0.0/16"), Via: []netip.Addr{netip.MustParseAddr("10.255.0.0")}}},
+		Neighbors: []config.Neighbor{{IP: netip.MustParseAddr("10.1.2.1"), MAC: macR[:]},
+			{IP: netip.MustParseAddr("10.255.0.0"), MAC: config.MAC(portMAC(sw1, 2))}},
 	}}
 }
 
@@ -578,16 +579,16 @@ var _ = binary.BigEndian
 // the wrong port); sw1 caches it and answers h2 from its own port's MAC.
 func TestL2Dumbbell(t *testing.T) {
 	f := dptest.NewFabric()
-	l2 := func(id uint16, c *sfc.Config, ports ...dataplane.PortConfig) dataplane.Config {
+	l2 := func(id uint16, c *sfc.Config, ports ...config.Port) dataplane.Config {
 		for i := range ports {
 			ports[i].Mechanisms = mechs(c)
 		}
-		return dataplane.Config{SwitchID: id, Workers: 1, Ports: ports, SharedBuffer: 8 << 20}
+		return dataplane.Config{Config: config.Config{SwitchID: int(id), Workers: 1, Ports: ports, Buffer: 8 << 20}}
 	}
-	a := f.Add(t, l2(1, conf("ingress_cache"), dataplane.PortConfig{Name: "h1", MAC: portMAC(sw1, 0)}, dataplane.PortConfig{Name: "h2", MAC: portMAC(sw1, 1)},
-		dataplane.PortConfig{Name: "up", MAC: portMAC(sw1, 2), Role: mech.RoleFabric}), 4096)
-	b := f.Add(t, l2(2, conf("ingress_cache"), dataplane.PortConfig{Name: "r", MAC: portMAC(sw2, 0), RateBits: rateR, BurstBytes: 1538, BufferBytes: 4 << 20, MaxPackets: 8192},
-		dataplane.PortConfig{Name: "down", MAC: portMAC(sw2, 1), Role: mech.RoleFabric}), 8192)
+	a := f.Add(t, l2(1, conf("ingress_cache"), config.Port{Name: "h1", MAC: config.MAC(portMAC(sw1, 0))}, config.Port{Name: "h2", MAC: config.MAC(portMAC(sw1, 1))},
+		config.Port{Name: "up", MAC: config.MAC(portMAC(sw1, 2)), Role: mech.RoleFabric}), 4096)
+	b := f.Add(t, l2(2, conf("ingress_cache"), config.Port{Name: "r", MAC: config.MAC(portMAC(sw2, 0)), Rate: units.Rate(rateR), Burst: 1538, Buffer: 4 << 20, BufferPackets: 8192},
+		config.Port{Name: "down", MAC: config.MAC(portMAC(sw2, 1)), Role: mech.RoleFabric}), 8192)
 	f.Connect(a, pUp, b, pDown)
 	a.Links[pH1].Record, a.Links[pH2].Record = true, true
 	// Every host speaks once, so both switches learn where it is.

@@ -15,6 +15,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
 	"github.com/gswitch/gswitch/perf/proto"
@@ -121,7 +122,7 @@ func wireFrames(t *testing.T) []frame {
 // emittedFrames are frames the switch emits on a port (the emit path, the
 // control lane, the tx ring), as the port's capture mirror saw them.
 func emittedFrames(t *testing.T) []frame {
-	h := dptest.New(t, dataplane.Config{Workers: 1, SwitchID: 12, Ports: []dataplane.PortConfig{{Name: "a"}, {Name: "b", Role: 1}}}, 2048)
+	h := dptest.New(t, dataplane.Config{Config: config.Config{Workers: 1, SwitchID: 12, Ports: []config.Port{{Name: "a"}, {Name: "b", Role: 1}}}}, 2048)
 	c, err := h.SW.Capture(1, dataplane.CaptureTx, 0, 1<<16)
 	if err != nil {
 		t.Fatal(err)
