@@ -54,6 +54,16 @@ type Config struct {
 	// lets a woken worker run before them: the switch stands for hardware
 	// that the hosts' load does not slow.
 	Nice int `yaml:"nice"`
+	// Realtime runs the workers under SCHED_FIFO at this priority (1 to
+	// 99; default 0: ordinary threads at Nice). A woken worker then runs
+	// before every ordinary thread of the machine (the hosts' senders, a
+	// busy loop), so its timers keep time on a loaded machine: what a
+	// switch that stands for hardware wants when it shares CPUs with
+	// hosts. A worker sleeps when idle and spins at most spin at a time,
+	// and the kernel keeps 5% of every CPU for ordinary threads
+	// (sched_rt_runtime_us), so the machine is not starved. Not with
+	// busy_poll, nice or slice (they are for ordinary threads).
+	Realtime int `yaml:"realtime"`
 	// Slice is the workers' scheduler time slice (Linux 6.12 and later,
 	// e.g. 100us; 0 = the kernel's default, which sched_getattr reads as
 	// 1.4 ms on our 2-CPU test machine). A shorter slice gives a woken

@@ -60,6 +60,12 @@ func (c *Config) validate() error {
 	if c.Nice < -20 || c.Nice > 19 {
 		return fmt.Errorf("nice: %d out of range (-20, the most favoured, to 19; 0 = the default)", c.Nice)
 	}
+	if c.Realtime < 0 || c.Realtime > 99 {
+		return fmt.Errorf("realtime: %d out of range (a SCHED_FIFO priority, 1 to 99; 0 = ordinary threads)", c.Realtime)
+	}
+	if c.Realtime > 0 && (c.BusyPoll || c.Nice != 0 || c.Slice != 0) {
+		return fmt.Errorf("realtime: %d with busy_poll, nice or slice: a realtime worker that never sleeps would hold its CPU, and nice and slice are for ordinary threads (remove them, or realtime:)", c.Realtime)
+	}
 	if c.Slice != 0 && (c.Slice.D() < 100*time.Microsecond || c.Slice.D() > 100*time.Millisecond) {
 		return fmt.Errorf("slice: %v out of range (the kernel takes 100us to 100ms; 0 = its default)", c.Slice)
 	}

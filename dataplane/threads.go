@@ -53,10 +53,20 @@ func (s *Switch) Start() error {
 	return err
 }
 
-// setSched gives the calling thread (a worker's) the configured nice value
-// and slice. Nice and slice are per thread in Linux; sched_setattr sets
-// both at once and keeps SCHED_OTHER.
+// setSched gives the calling thread (a worker's) the configured realtime
+// priority (SCHED_FIFO), or nice value and slice. Nice and slice are per
+// thread in Linux; sched_setattr sets both at once and keeps SCHED_OTHER.
 func (s *Switch) setSched() error {
+	if s.cfg.Realtime > 0 {
+		a := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(s.cfg.Realtime)}
+		if err := unix.SchedSetAttr(0, &a, 0); err != nil {
+			if errors.Is(err, unix.EPERM) {
+				return fmt.Errorf("realtime: %d needs root or CAP_SYS_NICE (run gswitchd as root or remove realtime:): %w", s.cfg.Realtime, err)
+			}
+			return fmt.Errorf("realtime %d: sched_setattr: %w", s.cfg.Realtime, err)
+		}
+		return nil
+	}
 	if s.cfg.Nice == 0 && s.cfg.Slice == 0 {
 		return nil
 	}

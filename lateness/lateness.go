@@ -58,6 +58,9 @@ type Options struct {
 	// Slice is the probe thread's scheduler slice, the workers' (their
 	// config's slice key; 0: the kernel's default; Linux 6.12 and later).
 	Slice time.Duration
+	// Realtime is the probe thread's SCHED_FIFO priority, the workers'
+	// (their config's realtime key; 0: an ordinary thread at Nice).
+	Realtime int
 }
 
 // Result is what a measurement saw: how late the thread woke after each
@@ -67,6 +70,7 @@ type Result struct {
 	Period   time.Duration
 	Nice     int
 	Slice    time.Duration
+	Realtime int
 	Wakeups  int
 	P50      time.Duration
 	P99      time.Duration
@@ -78,6 +82,11 @@ type Result struct {
 // slice, when one was set).
 func (r Result) String() string {
 	sl := ""
+	if r.Realtime > 0 {
+		return fmt.Sprintf("lateness p50 %s, p99 %s, max %s over %s (%d wake-ups %s apart, realtime %d)",
+			units.FormatDuration(r.P50), units.FormatDuration(r.P99), units.FormatDuration(r.Max), units.FormatDuration(r.Duration),
+			r.Wakeups, units.FormatDuration(r.Period), r.Realtime)
+	}
 	if r.Slice != 0 {
 		sl = ", slice " + units.FormatDuration(r.Slice)
 	}
@@ -106,7 +115,7 @@ func Measure(ctx context.Context, o Options) (Result, error) {
 		// Locked for good: the thread's timer slack and nice value are the
 		// probe's, and the thread ends with the goroutine.
 		runtime.LockOSThread()
-		if err := probeThread(o.Nice, o.Slice); err != nil {
+		if err := probeThread(o.Nice, o.Slice, o.Realtime); err != nil {
 			done <- out{err: err}
 			return
 		}
@@ -133,15 +142,22 @@ func Measure(ctx context.Context, o Options) (Result, error) {
 		return Result{}, cmp.Or(ctx.Err(), errors.New("no wake-up measured"))
 	}
 	r := Summarize(got.late)
-	r.Duration, r.Period, r.Nice, r.Slice = got.took, o.Period, o.Nice, o.Slice
+	r.Duration, r.Period, r.Nice, r.Slice, r.Realtime = got.took, o.Period, o.Nice, o.Slice, o.Realtime
 	return r, nil
 }
 
 // probeThread gives the calling (locked) thread a worker's timer slack,
-// nice value and slice.
-func probeThread(nice int, slice time.Duration) error {
+// nice value and slice, or realtime priority.
+func probeThread(nice int, slice time.Duration, realtime int) error {
 	// As gswitchd's workers: wake when asked, not up to 50 us later.
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	if realtime > 0 {
+		a := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(realtime)}
+		if err := unix.SchedSetAttr(0, &a, 0); err != nil {
+			return fmt.Errorf("realtime %d: sched_setattr (needs root or CAP_SYS_NICE, as the switches' workers do): %w", realtime, err)
+		}
+		return nil
+	}
 	if nice == 0 && slice == 0 {
 		return nil
 	}

@@ -194,15 +194,23 @@ func (t *Topology) WithTimescale(k units.Timescale) (*Topology, error) {
 	return &c, nil
 }
 
-// workerSched is the nice value and slice the switches' workers run at,
-// for the probe: the largest (least favoured) of the switches' nice keys
-// (0 where none is given), and the longest of their slice keys if every
-// switch gives one (else 0, the kernel's default).
-func (t *Topology) workerSched() (nice int, slice time.Duration) {
+// workerSched is the nice value, slice and realtime priority the
+// switches' workers run at, for the probe: the largest (least favoured) of
+// the switches' nice keys (0 where none is given), the longest of their
+// slice keys if every switch gives one (else 0, the kernel's default), and
+// the lowest of their realtime keys (0, ordinary threads, unless every
+// switch gives one).
+func (t *Topology) workerSched() (nice int, slice time.Duration, realtime int) {
 	nice = math.MinInt
+	realtime = math.MaxInt
 	all := true
 	for _, s := range t.Switches {
 		keys := mergeMaps(t.Defaults.Switch, s.Config)
+		rt := 0
+		if v := lookup(keys, "realtime"); v != nil {
+			rt, _ = strconv.Atoi(v.Value) // gswitchd refuses what is not a number
+		}
+		realtime = min(realtime, rt)
 		n := 0
 		if v := lookup(keys, "nice"); v != nil {
 			n, _ = strconv.Atoi(v.Value) // gswitchd refuses what is not a number
@@ -218,7 +226,10 @@ func (t *Topology) workerSched() (nice int, slice time.Duration) {
 	if !all {
 		slice = 0
 	}
-	return nice, slice
+	if realtime == math.MaxInt {
+		realtime = 0
+	}
+	return nice, slice, realtime
 }
 
 // ChooseTimescale measures this machine (timescale: auto; for
@@ -228,8 +239,8 @@ func (t *Topology) workerSched() (nice int, slice time.Duration) {
 // link at its rate / K, with the choice and its reasons. A K the
 // topology's bounds do not allow is an error that says which key bounds it.
 func (t *Topology) ChooseTimescale(ctx context.Context) (*Topology, *lateness.Choice, error) {
-	nice, slice := t.workerSched()
-	r, err := lateness.Measure(ctx, lateness.Options{Duration: t.TimescaleProbe, Nice: nice, Slice: slice})
+	nice, slice, realtime := t.workerSched()
+	r, err := lateness.Measure(ctx, lateness.Options{Duration: t.TimescaleProbe, Nice: nice, Slice: slice, Realtime: realtime})
 	if err != nil {
 		return nil, nil, fmt.Errorf("timescale: auto: measuring this machine: %w", err)
 	}

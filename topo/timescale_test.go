@@ -156,16 +156,24 @@ func TestTimescaleAuto(t *testing.T) {
 	if f := tp.FastestBits(); f != 40e9 {
 		t.Errorf("fastest %d", f)
 	}
-	if n, sl := tp.workerSched(); n != -5 || sl != 0 {
+	if n, sl, _ := tp.workerSched(); n != -5 || sl != 0 {
 		t.Errorf("nice %d, slice %v", n, sl)
 	}
 	sw := strings.Replace(paper, "sw1: {}", "sw1: {config: {nice: -10, slice: 200us}}", 1)
-	if n, sl := mustTopo(t, sw).workerSched(); n != 0 || sl != 0 {
+	if n, sl, _ := mustTopo(t, sw).workerSched(); n != 0 || sl != 0 {
 		t.Errorf("one switch at nice -10 and slice 200us, one at the defaults: nice %d, slice %v", n, sl)
 	}
 	sw = strings.Replace(sw, "defaults:", "defaults:\n  switch: {nice: -5, slice: 100us}", 1)
-	if n, sl := mustTopo(t, sw).workerSched(); n != -5 || sl != 200*time.Microsecond {
-		t.Errorf("nice -10 and -5, slices 200us and 100us: nice %d, slice %v", n, sl)
+	if n, sl, rt := mustTopo(t, sw).workerSched(); n != -5 || sl != 200*time.Microsecond || rt != 0 {
+		t.Errorf("nice -10 and -5, slices 200us and 100us: nice %d, slice %v, realtime %d", n, sl, rt)
+	}
+	rts := strings.Replace(paper, "defaults:", "defaults:\n  switch: {realtime: 20}", 1)
+	rts = strings.Replace(rts, "sw1: {}", "sw1: {config: {realtime: 10}}", 1)
+	if _, _, rt := mustTopo(t, rts).workerSched(); rt != 10 {
+		t.Errorf("realtime 20 and 10: the probe at %d, want the lower, 10", rt)
+	}
+	if _, _, rt := mustTopo(t, strings.Replace(paper, "sw1: {}", "sw1: {config: {realtime: 10}}", 1)).workerSched(); rt != 0 {
+		t.Errorf("one switch realtime, one not: the probe at realtime %d, want 0", rt)
 	}
 	k, key := tp.MaxTimescale()
 	if k != 250000 || key != "links[0].delay" {
