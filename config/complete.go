@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/gswitch/gswitch/units"
 )
@@ -35,7 +36,10 @@ func (c *Config) Complete() error {
 			mem = append(mem, i)
 		}
 	}
-	err := c.validate()
+	err := checkRanges(reflect.ValueOf(c).Elem(), "")
+	if err == nil {
+		err = c.validate()
+	}
 	for _, i := range mem {
 		c.Ports[i].Interface = ""
 	}

@@ -102,3 +102,13 @@ func TestCompleteChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestCompleteChecksRanges: a config built in Go gets the bounds a file
+// gets (the range tags), named by the key's path.
+func TestCompleteChecksRanges(t *testing.T) {
+	c := Config{Ports: []Port{{Name: "a"}, {Name: "b", BufferPackets: -1}}}
+	err := c.Complete()
+	if err == nil || !strings.Contains(err.Error(), "ports[1].buffer_packets: -1 out of range [0, 4194304]") {
+		t.Fatalf("error %v", err)
+	}
+}

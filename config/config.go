@@ -135,7 +135,7 @@ type Port struct {
 	// BufferPackets is the most packets the egress buffer holds (0:
 	// min(buffer/128, 8192)). Raise it for a buffer of more than 8192
 	// full frames (12 MB), which the default would cap.
-	BufferPackets int `yaml:"buffer_packets"`
+	BufferPackets int `yaml:"buffer_packets" range:"0,4194304" hint:"0 = min(buffer/128, 8192); up to 4194304, the most frames"`
 	// Scheduler is the egress scheduler, one registered in package sched
 	// (default sched.DefaultScheduler).
 	Scheduler string `yaml:"scheduler"`

@@ -51,7 +51,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		"ports: [{rate: 1Gbit}]":                                    "ports[0].interface: missing",
 		"ports: [{interface: a, buffer: 100}]":                      "ports[0].buffer",
 		"ports: [{interface: a, burst: lots}]":                      "ports[0].burst",
-		"ports: [{interface: a, buffer_packets: -1}]":               "ports[0].buffer_packets: -1 out of range",
+		"ports: [{interface: a, buffer_packets: -1}]":               "ports[0].buffer_packets: line 1: -1 out of range [0, 4194304]",
 		"ports: [{interface: a}]\nxdp_mode: fast":                   "xdp_mode",
 		"ports: [{interface: a}]\nframe_size: 1000":                 "frame_size",
 		"ports: [{interface: a}]\nmac_table: {agin: 1s}":            `unknown key "agin" in mac_table`,

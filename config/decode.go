@@ -126,6 +126,9 @@ func decodeStruct(n *yaml.Node, v reflect.Value, path string) error {
 		if err := decode(vn, v.Field(f), join(path, k)); err != nil {
 			return err
 		}
+		if m := outOfRange(v.Type().Field(f), v.Field(f)); m != "" {
+			return errAt(join(path, k), vn, "%s", m)
+		}
 	}
 	return nil
 }

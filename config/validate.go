@@ -139,9 +139,6 @@ func (p *Port) validate(f string, k units.Timescale) error {
 	if p.Buffer < 1514 {
 		return fmt.Errorf("%s.buffer: %s cannot hold one full-size frame (1514 B)", f, p.Buffer)
 	}
-	if p.BufferPackets < 0 || p.BufferPackets > 1<<22 {
-		return fmt.Errorf("%s.buffer_packets: %d out of range (0 = min(buffer/128, 8192), up to 4194304, the most frames)", f, p.BufferPackets)
-	}
 	if p.Queues < 0 || p.Queues > 64 {
 		return fmt.Errorf("%s.queues: %d out of range (0 = %d, up to 64)", f, p.Queues, sched.DefaultQueues)
 	}
