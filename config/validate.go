@@ -171,7 +171,8 @@ func (p *Port) validate(f string) error {
 // the port's scheduler, and sets the port's classification to the
 // queue a mechanism chooses where one does.
 func (p *Port) validateMechanisms(f string) error {
-	info := mech.PortInfo{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), Scheduler: p.Scheduler, Queues: p.Queues, Uplink: p.Uplink}
+	info := mech.PortInfo{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), Scheduler: p.Scheduler, Queues: p.Queues,
+		BufferBytes: uint64(p.Buffer), DelayNs: int64(p.Delay), RTTNs: int64(p.RTT), Uplink: p.Uplink}
 	for _, m := range p.Mechanisms {
 		if v, ok := m.Config.(mech.Validator); ok {
 			if err := v.Validate(info); err != nil {

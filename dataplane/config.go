@@ -47,7 +47,7 @@ type PortConfig struct {
 	QueueBytes  uint64           // static per-queue limit (0 = BufferBytes)
 	Quantum     int              // DRR/SFQ quantum (0 = 1514)
 	Classify    sched.Classifier
-	Mechanisms  []MechConfig   // mechanisms enabled on the port, in the order their hooks run
+	Mechanisms  []MechConfig   // mechanisms enabled on the port (their hooks run in the order they declare: mech.Order)
 	DelayNs     int64          // one-way propagation delay of the port's link: frames are held after the shaper (0 = none)
 	RxDelayNs   int64          // delay of the link toward the switch: received frames are held before the pipeline (0 = none)
 	Addrs       []netip.Prefix // the switch's addresses on the port: an L3 (routed) port; none = an L2 port
