@@ -151,7 +151,19 @@ func cycleError(specs []Spec, why [][]string, done []bool) error {
 		cyc = append(cyc, specs[a])
 		reasons = append(reasons, why[a][b])
 	}
-	return orderError(cyc, reasons)
+	// Start from the first name, so the error reads the same every time.
+	first := 0
+	for k := range cyc {
+		if cyc[k].Name < cyc[first].Name {
+			first = k
+		}
+	}
+	ms, rs := make([]Spec, 0, len(cyc)), make([]string, 0, len(cyc))
+	for k := range cyc {
+		ms = append(ms, cyc[(first+k)%len(cyc)])
+		rs = append(rs, reasons[(first+k)%len(cyc)])
+	}
+	return orderError(ms, rs)
 }
 
 // orderError is the error of mechanisms ms whose declarations contradict
