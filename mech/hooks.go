@@ -29,9 +29,12 @@ type Instance any
 //
 // # The admission contract
 //
-// For each data packet p that arrives for a port (frames on the control
-// or credit lane go to their lanes without any hook), the egress side
-// runs, before the port's next packet:
+// For each data packet p that arrives for a port, the egress side runs,
+// before the port's next packet, what follows. (Frames for the control or
+// credit lane go to their lanes without any hook, though a credit for a
+// port without a credit lane is data there; a frame for a port that is
+// down, or longer than the port's link takes, is dropped before any hook,
+// as port_down or too_long.)
 //
 //  1. Admit, of every AdmitHook of the port in hook order, each seeing p
 //     as the one before left it, until one sets p's verdict to Drop or

@@ -72,7 +72,7 @@ func (v *PortView) RateBits() uint64 { return v.rateBits }
 func (v *PortView) DelayNs() int64 { return v.delayNs }
 
 // Exact reports whether Backlog is exact; false only for a scheduler that
-// implements neither sched.Backlogger (every scheduler of package sched
+// does not implement sched.Backlogger (every scheduler of package sched
 // does), whose Backlog is its published depth, a pass old.
 func (v *PortView) Exact() bool { return v.exact != nil }
 

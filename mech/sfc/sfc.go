@@ -177,7 +177,7 @@ func flow(p *pkt.Packet) bool {
 }
 
 // Admit is SFC's ingress stage for the egress queue p is headed to
-// (Algorithm 1, SfcIngress and SfcEgress; egress worker of port i):
+// (Algorithm 1, SfcIngress and SfcEgress; the port's egress worker):
 //
 //   - a BTS passing through goes on the port's control lane (the paper's
 //     high-priority queue) and never triggers a BTS (lines 3-8);
