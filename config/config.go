@@ -182,7 +182,8 @@ type Port struct {
 	RxDelay units.Duration `yaml:"rx_delay"`
 	// Mechanisms enables congestion-control mechanisms on the port, each by
 	// its registered name with its own keys, {NAME: {KEY: VALUE}}; their
-	// hooks run in the order listed.
+	// hooks run in the order the mechanisms declare (mech.Order), not the
+	// order listed.
 	Mechanisms Mechanisms `yaml:"mechanisms"`
 }
 

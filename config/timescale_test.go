@@ -144,6 +144,7 @@ func TestTimescaleFieldsAreDecided(t *testing.T) {
 		"afq":         nil,
 		"pfabric":     nil,
 		"expresspass": nil,
+		"ecn":         {"rtt"},
 	}
 	mechWall := map[string][]string{"bfc": {"budget"}}
 	for _, name := range mech.Names() {

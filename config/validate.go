@@ -178,7 +178,8 @@ func (p *Port) validate(f string, k units.Timescale) error {
 // queue a mechanism chooses where one does. On a scaled switch (k) a
 // mechanism's error also gives the file's value of the key it names.
 func (p *Port) validateMechanisms(f string, k units.Timescale) error {
-	info := mech.PortInfo{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), Scheduler: p.Scheduler, Queues: p.Queues, Uplink: p.Uplink, Timescale: k}
+	info := mech.PortInfo{Name: p.Name, Role: p.Role, RateBits: uint64(p.Rate), Scheduler: p.Scheduler, Queues: p.Queues,
+		BufferBytes: uint64(p.Buffer), DelayNs: int64(p.Delay), RTTNs: int64(p.RTT), Uplink: p.Uplink, Timescale: k}
 	for _, m := range p.Mechanisms {
 		if v, ok := m.Config.(mech.Validator); ok {
 			if err := v.Validate(info); err != nil {

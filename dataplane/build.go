@@ -237,16 +237,27 @@ func (s *Switch) assign() error {
 }
 
 // buildMechanisms creates one instance of every mechanism enabled on some
-// port and wires its hooks into the ports' lists.
+// port and wires the hooks it implements, and only those, into the lists
+// of its ports, in each port's hook order (mech.Order: what the mechanisms
+// declare, not the order of the config).
 func (s *Switch) buildMechanisms(pcs []config.Port) error {
 	var names []string
 	seen := map[string]bool{}
-	for _, pc := range pcs {
+	orders := make([][]string, len(pcs))
+	for i, pc := range pcs {
+		var on []string
 		for _, m := range pc.Mechanisms {
+			on = append(on, m.Name)
 			if !seen[m.Name] {
 				seen[m.Name] = true
 				names = append(names, m.Name)
 			}
+		}
+		// The config checked the mechanisms together (mech.Check); their
+		// hooks run in the order they declare.
+		var err error
+		if orders[i], err = mech.Order(on); err != nil {
+			return fmt.Errorf("port %q: %w", pc.Name, err)
 		}
 	}
 	sort.Strings(names)
@@ -255,7 +266,8 @@ func (s *Switch) buildMechanisms(pcs []config.Port) error {
 		ports := make([]mech.Port, len(s.ports))
 		for i, p := range s.ports {
 			ports[i] = mech.Port{Index: i, Name: p.Name, Role: p.Role, MAC: p.MAC, RateBits: p.tm.Shaper().RateBits(),
-				Queues: p.tm.Scheduler().NumQueues(), Scheduler: pcs[i].Scheduler, DelayNs: p.tm.DelayNs(), Uplink: pcs[i].Uplink, Timescale: s.cfg.Timescale}
+				Queues: p.tm.Scheduler().NumQueues(), Scheduler: pcs[i].Scheduler, BufferBytes: p.tm.View().BufferBytes(),
+				DelayNs: p.tm.DelayNs(), RTTNs: int64(pcs[i].RTT), Uplink: pcs[i].Uplink, Timescale: s.cfg.Timescale, View: p.tm.View()}
 			for _, m := range pcs[i].Mechanisms {
 				if m.Name == name {
 					ports[i].Config = m.Config
@@ -263,6 +275,9 @@ func (s *Switch) buildMechanisms(pcs []config.Port) error {
 			}
 		}
 		inst, err := spec.New(s, ports)
+		if err == nil {
+			err = mech.CheckHooks(inst)
+		}
 		if err != nil {
 			return fmt.Errorf("mechanism %s: %w", name, err)
 		}
@@ -278,12 +293,12 @@ func (s *Switch) buildMechanisms(pcs []config.Port) error {
 			}
 		}
 	}
-	// Per-port hook lists, in the order the port's config lists its mechanisms.
-	for i, pc := range pcs {
+	// Per-port hook lists, in the port's hook order.
+	for i, order := range orders {
 		p := s.ports[i]
-		for _, m := range pc.Mechanisms {
-			inst := s.instance(m.Name)
-			p.mechs = append(p.mechs, m.Name)
+		for _, name := range order {
+			inst := s.instance(name)
+			p.mechs = append(p.mechs, name)
 			p.tm.Hook(inst)
 			if h, ok := inst.(mech.IngressHook); ok {
 				p.ingressH = append(p.ingressH, h)

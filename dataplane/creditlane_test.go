@@ -34,7 +34,7 @@ func init() {
 		}})
 }
 
-func (laneTester) Admit(_ int, p *pkt.Packet, _ int64) {
+func (laneTester) Admit(_ *mech.PortView, p *pkt.Packet, _ int64) {
 	if p.Proto == 17 && p.Len <= 60 {
 		p.Lane = pkt.LaneCredit
 	}

@@ -21,8 +21,8 @@ type Port struct {
 	Role     mech.Role
 	MAC      net.HardwareAddr
 	addrs    []netip.Prefix     // the switch's addresses on an L3 port (none: an L2 port)
-	mechs    []string           // names of the mechanisms enabled on the port
-	ingressH []mech.IngressHook // mechanisms' Ingress hooks, in config order: run on the receiving worker after forwarding
+	mechs    []string           // names of the mechanisms enabled on the port, in hook order (mech.Order)
+	ingressH []mech.IngressHook // mechanisms' Ingress hooks, in hook order: run on the receiving worker after forwarding
 
 	link portLink   // its sockets and their state
 	eg   portEgress // who serves its egress, and the rings to that worker
@@ -133,5 +133,6 @@ func (p *Port) Lost() int64 { return p.link.lost.Load() }
 // Down reports whether the port is down (any goroutine).
 func (p *Port) Down() bool { return p.link.down.Load() }
 
-// Mechanisms lists the mechanisms enabled on the port.
+// Mechanisms lists the mechanisms enabled on the port, in the order their
+// hooks run (mech.Order).
 func (p *Port) Mechanisms() []string { return p.mechs }

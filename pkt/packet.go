@@ -10,7 +10,8 @@
 // the frame's UMEM address and length, the ports, what the parse stage learnt
 // of the headers (offsets, protocol, DSCP, PCP, a flow hash) and the metadata
 // later stages set for the traffic manager and for each other (egress port,
-// queue, rank, lane, verdict, the upstream queue of a BFC tag). Packets are
+// queue, rank, lane, verdict, the upstream queue of a BFC tag, the scratch
+// bits mechanisms register: RegisterMeta). Packets are
 // copied by value in batches and rings; none is ever allocated on the heap
 // per frame. Stages talk to each other only through these fields, as the
 // stages of a Tofino pipeline talk through their metadata.
@@ -25,6 +26,8 @@
 // PushTag and PopTag put on and take off BFC's upstream-queue tag and keep
 // the descriptor's address, length and offsets right.
 package pkt
+
+import "fmt"
 
 // Packet is the per-frame metadata of the pipeline. The goroutine that holds
 // a Packet owns its frame: it must forward it (transmit, hand it to another
@@ -41,6 +44,7 @@ type Packet struct {
 	VLAN    uint16 // VLAN ID of the outer 802.1Q tag, 0 if untagged
 	EthType uint16 // EtherType after any tags
 	UpQ     uint16 // upstream queue from a BFC tag (FlagUpQ), or set by a mechanism
+	Meta    uint16 // scratch bits of the mechanisms, each bit registered by one (RegisterMeta); zero when the frame is received
 	L3Off   uint8  // offset of the IP (or ARP) header; 0 if none
 	L4Off   uint8  // offset of the TCP/UDP header; 0 if none
 	Proto   uint8  // IP protocol (6 TCP, 17 UDP, ...); 0 if not IP
@@ -51,7 +55,6 @@ type Packet struct {
 	Reason  Reason // why, when Verdict is Drop
 	Lane    Lane   // which egress lane carries the frame
 	Ctl     uint8  // the GC type of a control frame of ours (FlagControl), else 0
-	Meta    uint8  // mechanism metadata bits (Meta* constants)
 	TagOff  uint8  // offset of the BFC upstream-queue tag the frame carries now (12); 0 if none
 }
 
@@ -67,12 +70,39 @@ const (
 	FlagLinkLocal             // destination is 01:80:C2:00:00:0x: never forwarded
 )
 
-// Metadata bits of Packet.Meta. Each belongs to one mechanism; the
-// mechanism's package documents it.
-const (
-	MetaCounted = 1 << iota // BFC: the packet raised a pause counter at admission
-	MetaBTS                 // SFC: the packet already caused a BTS
-)
+// MaxMeta is the number of scratch bits in Packet.Meta.
+const MaxMeta = 16
+
+var metaOwners []string
+
+// RegisterMeta gives the mechanism owner one scratch bit of Packet.Meta and
+// returns its mask, which the mechanism keeps (p.Meta |= mask to set it,
+// p.Meta&mask != 0 to test it). Call it from an init function, once per
+// bit needed. The bit is the owner's alone: every frame is received with
+// it clear, and it travels with the packet (and its flooded copies) from
+// the ingress hooks to the egress hooks; the owner's package documents
+// what it means. Registering more than MaxMeta bits panics.
+func RegisterMeta(owner string) uint16 {
+	if owner == "" {
+		panic("pkt: RegisterMeta needs the owner's name")
+	}
+	if len(metaOwners) == MaxMeta {
+		panic(fmt.Sprintf("pkt: no scratch bit left for %s (all %d taken: %v)", owner, MaxMeta, metaOwners))
+	}
+	metaOwners = append(metaOwners, owner)
+	return 1 << (len(metaOwners) - 1)
+}
+
+// MetaOwner returns the name of the mechanism that registered bit (a mask
+// of one bit RegisterMeta returned), or "" if no mechanism did.
+func MetaOwner(bit uint16) string {
+	for i, o := range metaOwners {
+		if bit == 1<<i {
+			return o
+		}
+	}
+	return ""
+}
 
 // Verdict is what the stages decided about a packet.
 type Verdict uint8

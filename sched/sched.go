@@ -33,8 +33,9 @@
 // per packet):
 //
 //   - Backlogger: the exact backlog of a queue now (every scheduler here;
-//     BFC, SFC and ExpressPass compare it with their thresholds).
-//   - Queuer: the queue a packet would take (every scheduler here; SFC).
+//     mechanisms read it through mech.PortView.Backlog).
+//   - Queuer: the queue a packet would take (every scheduler here;
+//     mech.PortView.QueueOf).
 //   - Evictor: a scheduler whose Enqueue may evict (pfabric).
 //   - SetScheduler: the queues.Set the scheduler serves (the schedulers
 //     over a Set; BFC watches which queues are ready).

@@ -13,11 +13,12 @@ var fromQueues = [queues.NumDrops]pkt.Reason{
 
 // Admit runs admission over pkts, packets handed to the port at now, one
 // after another, so that each decision sees the queues the previous packet
-// left: the Admit hooks of the port's mechanisms in config order (queue
-// assignment, ranks, bids, pause counters; they may drop or consume the
-// packet), then the lane: control and credit frames go to their lanes,
+// left: the Admit hooks of the port's mechanisms in the port's hook order
+// (queue assignment, ranks, bids, pause counters; they may drop or consume
+// the packet), then the lane: control and credit frames go to their lanes,
 // data to the frame budget and the scheduler. The mechanisms hear of each
-// outcome (Enqueued, Dropped). What is refused goes to the Sink.
+// outcome (Enqueued, Dropped), as mech's admission contract says. What is
+// refused goes to the Sink.
 func (p *Port) Admit(pkts []pkt.Packet, now int64) {
 	for i := range pkts {
 		p.admit(&pkts[i], now)
@@ -58,8 +59,10 @@ func (p *Port) admit(pk *pkt.Packet, now int64) {
 		}
 		pk.Lane = pkt.LaneData // no credit lane on this port: credits are data here
 	}
+	v := &p.view
+	v.SetAdmitting(true) // until the outcome of pk is told (mech.PortView.Admitting)
 	for _, h := range p.admitH {
-		h.Admit(p.index, pk, now)
+		h.Admit(v, pk, now)
 		if pk.Verdict != pkt.Forward {
 			break
 		}
@@ -98,17 +101,18 @@ func (p *Port) admit(pk *pkt.Packet, now int64) {
 	d := p.sched.Enqueue(pk)
 	if d == queues.Accepted {
 		p.count(r, 1)
-		for _, h := range p.observeH {
-			h.Enqueued(p.index, pk, now)
+		for _, h := range p.enqH {
+			h.Enqueued(v, pk, now)
 		}
 		return
 	}
 	if d == queues.Evicted {
 		// The arrival is in; the evicted packet leaves the queues.
 		p.count(r, 1)
-		for _, h := range p.observeH {
-			h.Enqueued(p.index, &w.arrival, now)
+		for _, h := range p.enqH {
+			h.Enqueued(v, &w.arrival, now)
 		}
+		v.SetAdmitting(false) // the evicted were queued before
 		p.count(w.frames.rangeOf(pk.Addr), -1)
 		p.dropAdmitted(pk, pkt.ReasonEvicted, now)
 		if p.evictor != nil {
@@ -129,11 +133,11 @@ func (p *Port) count(r int, d int64) {
 	p.frames += d
 }
 
-// dropAdmitted drops a packet that went through the port's admission
-// hooks: the mechanisms observing the port hear of it first.
+// dropAdmitted drops a data packet that went through the port's
+// admission hooks: the port's Dropped hooks hear of it first.
 func (p *Port) dropAdmitted(pk *pkt.Packet, r pkt.Reason, now int64) {
-	for _, h := range p.observeH {
-		h.Dropped(p.index, pk, r, now)
+	for _, h := range p.dropH {
+		h.Dropped(&p.view, pk, r, now)
 	}
 	p.w.drop(p.index, pk.Addr, r)
 }

@@ -32,9 +32,13 @@ type Port struct {
 	flushed bool  // Flush dropped what the port held since it went down
 	late    atomic.Uint64
 
-	// The hooks of the port's mechanisms, in the order its config lists them.
+	// The hooks of the port's mechanisms, in the port's hook order
+	// (mech.Order), and the view every one of them gets.
+	view     mech.PortView
 	admitH   []mech.AdmitHook
-	observeH []mech.ObserveHook
+	enqH     []mech.EnqueuedHook
+	dropH    []mech.DroppedHook
+	dequeueH []mech.DequeuedHook
 	egressH  []mech.EgressHook
 }
 
@@ -62,6 +66,12 @@ func (p *Port) Init(c Config) error {
 	}
 	p.index, p.sched, p.maxFrame = c.Index, s, ^uint32(0)
 	p.evictor, _ = s.(sched.Evictor)
+	pkts := c.Params.PortPackets
+	if pkts <= 0 {
+		pkts = int(min(c.Params.PortBytes/64, 1<<16)) // the schedulers' default
+	}
+	p.view = mech.NewPortView(c.Index, s, c.Params.PortBytes, pkts)
+	p.view.SetRate(c.RateBits)
 	if c.MaxFrame > 0 {
 		p.maxFrame = c.MaxFrame
 	}
@@ -90,6 +100,7 @@ func NewShaper(bits uint64, burst, catchUp, now int64) (*shaper.Bucket, error) {
 // after the shaper released them. The line has room for the delay at
 // rateBits (10 Gbit/s if 0) in minimum frames, bounded.
 func (p *Port) SetDelay(ns int64, rateBits uint64) {
+	p.view.SetDelay(max(ns, 0))
 	if p.delayNs = ns; ns <= 0 {
 		return
 	}
@@ -107,23 +118,38 @@ func (p *Port) SetCredit(l *Lane) { p.credit = l }
 // switch runs).
 func (p *Port) Serve(w *Worker) { p.w = w }
 
-// Hook adds the hooks inst implements among Admit, Enqueued/Dropped/
-// Dequeued and Egress to the port's lists, after those already there.
+// Hook adds the hooks inst implements among Admit, Enqueued, Dropped,
+// Dequeued and Egress to the port's lists, after those already there:
+// call it for the port's mechanisms in the port's hook order (mech.Order),
+// before the switch runs.
 func (p *Port) Hook(inst mech.Instance) {
 	if h, ok := inst.(mech.AdmitHook); ok {
 		p.admitH = append(p.admitH, h)
 	}
-	if h, ok := inst.(mech.ObserveHook); ok {
-		p.observeH = append(p.observeH, h)
+	if h, ok := inst.(mech.EnqueuedHook); ok {
+		p.enqH = append(p.enqH, h)
+	}
+	if h, ok := inst.(mech.DroppedHook); ok {
+		p.dropH = append(p.dropH, h)
+	}
+	if h, ok := inst.(mech.DequeuedHook); ok {
+		p.dequeueH = append(p.dequeueH, h)
 	}
 	if h, ok := inst.(mech.EgressHook); ok {
 		p.egressH = append(p.egressH, h)
 	}
 }
 
+// View is the port's view for its mechanisms (mech.PortView): the one its
+// hooks get, for the port's life.
+func (p *Port) View() *mech.PortView { return &p.view }
+
 // SetShaper installs a new shaper (a rate change; egress worker, or any
 // goroutine before the switch runs).
-func (p *Port) SetShaper(b *shaper.Bucket) { p.shaper = b }
+func (p *Port) SetShaper(b *shaper.Bucket) {
+	p.shaper = b
+	p.view.SetRate(b.RateBits())
+}
 
 // Shaper is the port's shaper (egress worker, or before the switch runs).
 func (p *Port) Shaper() *shaper.Bucket { return p.shaper }

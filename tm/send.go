@@ -83,17 +83,19 @@ func (p *Port) release(out []pkt.Packet, now int64) (int, int) {
 		return nl, nl
 	}
 	data := out[nl : nl+nd]
-	if len(p.observeH) > 0 || len(p.egressH) > 0 {
+	if len(p.dequeueH) > 0 || len(p.egressH) > 0 {
 		b := &w.batch
 		b.Pkts, b.Now = data, now
 		for i := range b.Pkts {
 			b.Pkts[i].Verdict = pkt.Forward
 		}
-		for _, h := range p.observeH {
-			h.Dequeued(p.index, b)
+		v := &p.view
+		v.SetAdmitting(false)
+		for _, h := range p.dequeueH {
+			h.Dequeued(v, b)
 		}
 		for _, h := range p.egressH {
-			h.Egress(p.index, b)
+			h.Egress(v, b)
 		}
 		for i := range b.Pkts {
 			if d := int64(b.Pkts[i].Len) - int64(w.lens[i]); d != 0 {
@@ -158,6 +160,7 @@ func (p *Port) dropAll(now int64) {
 	}
 	// Resume every queue so the scheduler gives up what a pause holds
 	// back, then restore the pauses (they belong to whoever sent them).
+	p.view.SetAdmitting(false)
 	var paused uint64
 	for q := 0; q < p.sched.NumQueues(); q++ {
 		if p.sched.Paused(q) {

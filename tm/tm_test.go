@@ -186,12 +186,13 @@ func TestFrameBudget(t *testing.T) {
 	}
 }
 
-// observer counts what the mechanisms' observe hooks hear.
+// observer counts what the mechanisms' Enqueued, Dropped and Dequeued
+// hooks hear.
 type observer struct{ enq, drop, deq int }
 
-func (o *observer) Enqueued(int, *pkt.Packet, int64)            { o.enq++ }
-func (o *observer) Dropped(int, *pkt.Packet, pkt.Reason, int64) { o.drop++ }
-func (o *observer) Dequeued(_ int, b *mech.Batch)               { o.deq += len(b.Pkts) }
+func (o *observer) Enqueued(*mech.PortView, *pkt.Packet, int64)            { o.enq++ }
+func (o *observer) Dropped(*mech.PortView, *pkt.Packet, pkt.Reason, int64) { o.drop++ }
+func (o *observer) Dequeued(_ *mech.PortView, b *mech.Batch)               { o.deq += len(b.Pkts) }
 
 // TestSendServesTheLanesInOrder: what leaves at once is the control lane,
 // then the credit lane as its bucket allows, then data, whatever order it

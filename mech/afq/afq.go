@@ -78,7 +78,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			continue
 		}
 		c := p.Config.(*Config)
-		if err := c.Validate(mech.PortInfo{}); err != nil {
+		if err := c.Validate(p.Info()); err != nil {
 			return nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
 		r, ok := sw.Scheduler(i).(sched.Rounder)
@@ -98,8 +98,8 @@ func (s *port) cell(r int, f uint32) *uint64 {
 }
 
 // Admit computes the packet's bid and round (egress worker).
-func (a *AFQ) Admit(i int, p *pkt.Packet, now int64) {
-	s := a.ports[i]
+func (a *AFQ) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
+	s := a.ports[v.Index()]
 	cur := s.rsp.Round()
 	prev := ^uint64(0)
 	for r := 0; r < s.rows; r++ {
@@ -120,21 +120,17 @@ func (a *AFQ) Admit(i int, p *pkt.Packet, now int64) {
 	}
 }
 
-// Enqueued keeps the admitted packet's bid in the sketch.
-func (a *AFQ) Enqueued(i int, p *pkt.Packet, now int64) {
-	s := a.ports[i]
+// Enqueued keeps the admitted packet's bid in the sketch (a packet
+// refused after Admit leaves its flow's bid as it was: AFQ has no
+// Dropped hook).
+func (a *AFQ) Enqueued(v *mech.PortView, p *pkt.Packet, now int64) {
+	s := a.ports[v.Index()]
 	for r := 0; r < s.rows; r++ {
 		if c := s.cell(r, p.Hash); *c < s.bid {
 			*c = s.bid
 		}
 	}
 }
-
-// Dropped: a packet refused after admission leaves its flow's bid as it was.
-func (a *AFQ) Dropped(int, *pkt.Packet, pkt.Reason, int64) {}
-
-// Dequeued: nothing to do when packets leave.
-func (a *AFQ) Dequeued(int, *mech.Batch) {}
 
 // Marked is the number of packets port i's AFQ marked CE (any goroutine).
 func (a *AFQ) Marked(i int) uint64 {
@@ -159,6 +155,6 @@ func (a *AFQ) Collect(ch chan<- prometheus.Metric) {
 }
 
 var (
-	_ mech.AdmitHook   = (*AFQ)(nil)
-	_ mech.ObserveHook = (*AFQ)(nil)
+	_ mech.AdmitHook    = (*AFQ)(nil)
+	_ mech.EnqueuedHook = (*AFQ)(nil)
 )

@@ -6,6 +6,7 @@ package all
 import (
 	_ "github.com/gswitch/gswitch/mech/afq"
 	_ "github.com/gswitch/gswitch/mech/bfc"
+	_ "github.com/gswitch/gswitch/mech/ecn"
 	_ "github.com/gswitch/gswitch/mech/expresspass"
 	_ "github.com/gswitch/gswitch/mech/pfabric"
 	_ "github.com/gswitch/gswitch/mech/sfc"

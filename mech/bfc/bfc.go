@@ -16,6 +16,11 @@ import (
 	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
+// metaCounted is BFC's scratch bit of pkt.Packet.Meta: the packet raised
+// its upstream queue's pause counter at admission, so its leaving lowers
+// it.
+var metaCounted = pkt.RegisterMeta("bfc")
+
 func init() {
 	mech.Register(mech.Spec{
 		Name:       "bfc",
@@ -112,8 +117,6 @@ type port struct {
 	rng        uint64
 	assignedAt []int64 // per queue: when a new flow was last given it
 	qs         []qstate
-	pend       bool // Admit ran for pendAddr, and the traffic manager has not said yet
-	pendAddr   uint64
 
 	// Downstream side: pause counters of the packets that came in on this
 	// port, per upstream queue. Any egress worker (atomics).
@@ -170,7 +173,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			continue
 		}
 		c := mp.Config.(*Config)
-		if err := c.Validate(mech.PortInfo{Name: mp.Name, Role: mp.Role, RateBits: mp.RateBits, Scheduler: mp.Scheduler, Queues: mp.Queues, Uplink: mp.Uplink, Timescale: mp.Timescale}); err != nil {
+		if err := c.Validate(mp.Info()); err != nil {
 			return nil, fmt.Errorf("port %s: %w", mp.Name, err)
 		}
 		cfgs[i] = c
@@ -361,10 +364,11 @@ func upKey(in *port, p *pkt.Packet) int {
 }
 
 // Admit assigns the packet's queue and decides whether it raises its
-// upstream queue's pause counter (egress worker).
-func (b *BFC) Admit(e int, p *pkt.Packet, now int64) {
+// upstream queue's pause counter (metaCounted), which its Enqueued does
+// (egress worker).
+func (b *BFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
+	e := v.Index()
 	s := b.ports[e]
-	s.pend = false
 	if p.Lane != pkt.LaneData {
 		return
 	}
@@ -379,17 +383,16 @@ func (b *BFC) Admit(e int, p *pkt.Packet, now int64) {
 		q = s.assignDynamic(p, now)
 	}
 	p.Queue = uint16(q)
-	p.Meta &^= pkt.MetaCounted
+	p.Meta &^= metaCounted
 	if int(p.InPort) < len(b.ports) {
 		if in := b.ports[p.InPort]; in != nil && in.ctr != nil && p.Flags&pkt.FlagUpQ != 0 && p.Hash != 0 && b.allowed[p.InPort][e] {
 			th := s.threshold(q)
 			s.m.th.Store(th)
 			if s.qs[q].len > th {
-				p.Meta |= pkt.MetaCounted
+				p.Meta |= metaCounted
 			}
 		}
 	}
-	s.pend, s.pendAddr = true, p.Addr
 }
 
 // account changes queue q's length by d wire bytes at now (egress worker).
@@ -406,9 +409,8 @@ func (s *port) account(q int, d int64, now int64) {
 
 // Enqueued counts the packet in: its flow-table entry, its queue, and its
 // upstream queue's pause counter, which pauses that queue on 0 -> 1.
-func (b *BFC) Enqueued(e int, p *pkt.Packet, now int64) {
-	s := b.ports[e]
-	s.pend = false
+func (b *BFC) Enqueued(v *mech.PortView, p *pkt.Packet, now int64) {
+	s := b.ports[v.Index()]
 	if p.Lane != pkt.LaneData || int(p.Queue) >= s.nq {
 		return
 	}
@@ -421,7 +423,7 @@ func (b *BFC) Enqueued(e int, p *pkt.Packet, now int64) {
 		en.size++
 		en.ts = now
 	}
-	if p.Meta&pkt.MetaCounted != 0 {
+	if p.Meta&metaCounted != 0 {
 		in := b.ports[p.InPort]
 		k := upKey(in, p)
 		s.m.overTh.Add(1)
@@ -461,7 +463,7 @@ func (b *BFC) left(s *port, p *pkt.Packet, now int64) {
 		}
 		en.ts = now
 	}
-	if p.Meta&pkt.MetaCounted != 0 && int(p.InPort) < len(b.ports) {
+	if p.Meta&metaCounted != 0 && int(p.InPort) < len(b.ports) {
 		in := b.ports[p.InPort]
 		if in == nil || in.ctr == nil {
 			return
@@ -480,20 +482,18 @@ func (b *BFC) left(s *port, p *pkt.Packet, now int64) {
 	}
 }
 
-// Dropped: a packet the traffic manager refused right after Admit was
-// never counted; one dropped later (evicted, flushed) leaves the queues.
-func (b *BFC) Dropped(e int, p *pkt.Packet, r pkt.Reason, now int64) {
-	s := b.ports[e]
-	if s.pend && s.pendAddr == p.Addr {
-		s.pend = false
+// Dropped: a packet refused at admission (v.Admitting) was never
+// counted; one dropped later (evicted, flushed) leaves the queues.
+func (b *BFC) Dropped(v *mech.PortView, p *pkt.Packet, r pkt.Reason, now int64) {
+	if v.Admitting() {
 		return
 	}
-	b.left(s, p, now)
+	b.left(b.ports[v.Index()], p, now)
 }
 
 // Dequeued counts the released packets out.
-func (b *BFC) Dequeued(e int, bt *mech.Batch) {
-	s := b.ports[e]
+func (b *BFC) Dequeued(v *mech.PortView, bt *mech.Batch) {
+	s := b.ports[v.Index()]
 	for i := range bt.Pkts {
 		b.left(s, &bt.Pkts[i], bt.Now)
 	}
@@ -649,8 +649,8 @@ func (b *BFC) hostQueue(p *pkt.Packet) (uint16, bool) {
 // Egress writes the upstream-queue tag on data frames leaving toward a BFC
 // neighbour (the queue the frame left from) and removes tags toward
 // anything else (egress worker).
-func (b *BFC) Egress(e int, bt *mech.Batch) {
-	s := b.ports[e]
+func (b *BFC) Egress(v *mech.PortView, bt *mech.Batch) {
+	s := b.ports[v.Index()]
 	for k := range bt.Pkts {
 		p := &bt.Pkts[k]
 		if p.Verdict != pkt.Forward {
@@ -676,12 +676,14 @@ func (b *BFC) Egress(e int, bt *mech.Batch) {
 }
 
 var (
-	_ mech.AdmitHook   = (*BFC)(nil)
-	_ mech.ObserveHook = (*BFC)(nil)
-	_ mech.EgressHook  = (*BFC)(nil)
-	_ mech.IngressHook = (*BFC)(nil)
-	_ mech.ControlHook = (*BFC)(nil)
-	_ mech.TickHook    = (*BFC)(nil)
+	_ mech.AdmitHook    = (*BFC)(nil)
+	_ mech.EnqueuedHook = (*BFC)(nil)
+	_ mech.DroppedHook  = (*BFC)(nil)
+	_ mech.DequeuedHook = (*BFC)(nil)
+	_ mech.EgressHook   = (*BFC)(nil)
+	_ mech.IngressHook  = (*BFC)(nil)
+	_ mech.ControlHook  = (*BFC)(nil)
+	_ mech.TickHook     = (*BFC)(nil)
 )
 
 // Stats is a snapshot of one port's BFC counters (see metrics.go for what

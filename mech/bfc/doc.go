@@ -32,13 +32,13 @@
 //     neighbour as one, queue 0: a per-port pause, as PFC (the paper's two
 //     baselines of section 6.1 and Fig. 8).
 //   - Admit then compares the queue's length before the packet (wire bytes:
-//     frame + 24, what the shaper charges) with Th and marks the packet
-//     (pkt.MetaCounted) if it is above. Th = HRTT x rate / N_active, HRTT
-//     the largest of the switch's BFC ports, N_active the queues of the port
-//     with packets and not paused, counting the packet's own; never below
-//     th_floor (two full frames, ../shared/specs/mechanisms.md 1.5); or a
-//     fixed th. A port with no rate never pauses its upstream unless th is
-//     set.
+//     frame + 24, what the shaper charges) with Th and marks the packet (a
+//     scratch bit of pkt.Packet.Meta BFC registers) if it is above. Th =
+//     HRTT x rate / N_active, HRTT the largest of the switch's BFC ports,
+//     N_active the queues of the port with packets and not paused,
+//     counting the packet's own; never below th_floor (two full frames,
+//     ../shared/specs/mechanisms.md 1.5); or a fixed th. A port with no
+//     rate never pauses its upstream unless th is set.
 //   - Enqueued raises the packet's pause counter, keyed by (ingress port,
 //     upstream queue), and on 0 -> 1 sends a PAUSE out of the ingress port
 //     (section 3.3.2). Counters live on the ingress port and are atomic:
@@ -47,11 +47,11 @@
 //     control lane.
 //   - Dequeued and Dropped lower it for every marked packet that leaves,
 //     sent, evicted or flushed, and on 1 -> 0 send a RESUME. A packet the
-//     traffic manager refuses right after Admit was never counted (so drops
-//     leave the counters right; a port that goes down drops its queues and
-//     resumes everything). The upstream queue is resumed only once every
-//     packet that found its queue above Th has left, however many flows it
-//     carried.
+//     traffic manager refuses right after Admit (mech.PortView.Admitting)
+//     was never counted (so drops leave the counters right; a port that
+//     goes down drops its queues and resumes everything). The upstream
+//     queue is resumed only once every packet that found its queue above
+//     Th has left, however many flows it carried.
 //   - Packets without an upstream queue (from a port where BFC does not
 //     run, from a host that names none, non-IP frames) are queued but never
 //     counted: backpressure toward them is elided.

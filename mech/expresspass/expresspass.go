@@ -6,7 +6,6 @@ import (
 
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
-	"github.com/gswitch/gswitch/sched"
 	"github.com/gswitch/gswitch/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -40,7 +39,10 @@ func init() {
 		Summary:  "ExpressPass: credits classified by DSCP, metered per port to 84/1622 of the line on the credit lane, the excess dropped",
 		Config:   func() any { return &Config{CreditDSCP: wire.DefaultCreditDSCP, CreditQueue: 8, CreditBurst: 2} },
 		Controls: []uint8{uint8(wire.TypeXPCredit)},
-		New:      New,
+		// SFC's Admit moves BTS frames to the control lane: after it,
+		// the data-queue histogram counts data alone.
+		After: []string{"sfc"},
+		New:   New,
 	})
 }
 
@@ -126,9 +128,6 @@ type rx struct {
 type port struct {
 	name      string
 	index     int
-	backlog   sched.Backlogger // nil if the scheduler cannot tell its exact backlog
-	sched     sched.Scheduler
-	queues    int
 	hist      [20]atomic.Uint64 // data packets by the data-queue depth (packets) they found: depthBounds, then +Inf
 	sum       atomic.Uint64     // sum of those depths
 	dataDrops atomic.Uint64     // data packets the traffic manager refused or dropped
@@ -156,7 +155,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			continue
 		}
 		c := p.Config.(*Config)
-		if err := c.Validate(mech.PortInfo{Name: p.Name, RateBits: p.RateBits}); err != nil {
+		if err := c.Validate(p.Info()); err != nil {
 			return nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
 		if dscpFrom == "" {
@@ -168,10 +167,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		if err := sw.SetCreditLane(i, rate, c.CreditBurst*CreditWireBytes, c.CreditQueue, newLanePolicy(i, rate, c.drop())); err != nil {
 			return nil, fmt.Errorf("port %s: credit lane: %w", p.Name, err)
 		}
-		s := sw.Scheduler(i)
-		st := &port{name: p.Name, index: i, sched: s, queues: s.NumQueues()}
-		st.backlog, _ = s.(sched.Backlogger)
-		x.ports[i] = st
+		x.ports[i] = &port{name: p.Name, index: i}
 	}
 	return x, nil
 }
@@ -213,24 +209,15 @@ func (x *XP) Control(in int, b *mech.Batch) {
 	}
 }
 
-// Admit records the depth of the data queue each arriving data packet
-// finds (egress worker of port i). Credits go to the credit lane and are
-// not counted here.
-func (x *XP) Admit(i int, p *pkt.Packet, now int64) {
+// Admit records the depth of the data queues (all of the port's, in
+// packets) each arriving data packet finds (egress worker of the port).
+// Credits go to the credit lane and are not counted here.
+func (x *XP) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 	if p.Lane != pkt.LaneData {
 		return
 	}
-	s := x.ports[i]
-	var depth uint32
-	for q := 0; q < s.queues; q++ {
-		if s.backlog != nil {
-			_, n := s.backlog.Backlog(q)
-			depth += n
-		} else {
-			_, n := s.sched.Depth(q)
-			depth += n
-		}
-	}
+	s := x.ports[v.Index()]
+	_, depth := v.Total()
 	b := len(s.hist) - 1
 	if depth < uint32(len(depthIndex)) {
 		b = int(depthIndex[depth])
@@ -239,20 +226,14 @@ func (x *XP) Admit(i int, p *pkt.Packet, now int64) {
 	s.sum.Add(uint64(depth))
 }
 
-// Enqueued implements mech.ObserveHook.
-func (x *XP) Enqueued(int, *pkt.Packet, int64) {}
-
-// Dropped counts data packets the traffic manager of port i refused or
+// Dropped counts data packets the traffic manager of the port refused or
 // dropped. Credits refused by a full credit lane are counted by the lane
 // (CreditLane), not here.
-func (x *XP) Dropped(i int, p *pkt.Packet, _ pkt.Reason, _ int64) {
+func (x *XP) Dropped(v *mech.PortView, p *pkt.Packet, _ pkt.Reason, _ int64) {
 	if p.Lane == pkt.LaneData {
-		x.ports[i].dataDrops.Add(1)
+		x.ports[v.Index()].dataDrops.Add(1)
 	}
 }
-
-// Dequeued implements mech.ObserveHook.
-func (x *XP) Dequeued(int, *mech.Batch) {}
 
 // PortStats are ExpressPass's counters of one port.
 type PortStats struct {
@@ -365,5 +346,5 @@ func (x *XP) Collect(ch chan<- prometheus.Metric) {
 var (
 	_ mech.ControlHook = (*XP)(nil)
 	_ mech.AdmitHook   = (*XP)(nil)
-	_ mech.ObserveHook = (*XP)(nil)
+	_ mech.DroppedHook = (*XP)(nil)
 )

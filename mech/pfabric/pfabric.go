@@ -66,7 +66,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			continue
 		}
 		c := p.Config.(*Config)
-		if err := c.Validate(mech.PortInfo{}); err != nil {
+		if err := c.Validate(p.Info()); err != nil {
 			return nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
 		s := &port{las: c.Rank == RankLAS}
@@ -79,8 +79,8 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 }
 
 // Admit sets the packet's rank.
-func (f *PFabric) Admit(i int, p *pkt.Packet, now int64) {
-	s := f.ports[i]
+func (f *PFabric) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
+	s := f.ports[v.Index()]
 	if s.las {
 		s.rankLAS(p)
 		return

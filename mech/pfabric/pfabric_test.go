@@ -6,6 +6,7 @@ import (
 	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
+	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/mech/pfabric"
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/pkt"
@@ -63,14 +64,15 @@ func TestGsperfRanksOrderTheQueue(t *testing.T) {
 func TestLASRanks(t *testing.T) {
 	h := harness(t, pfabric.RankLAS)
 	inst := h.SW.Mechanisms()["pfabric"].(*pfabric.PFabric)
+	v := mech.NewPortView(1, h.SW.Scheduler(1), 0, 0)
 	var ranks []uint32
 	for i := 0; i < 4; i++ {
 		p := pkt.Packet{Len: 1000, Hash: 12345}
-		inst.Admit(1, &p, 0)
+		inst.Admit(&v, &p, 0)
 		ranks = append(ranks, p.Rank)
 	}
 	n := pkt.Packet{Len: 1000, Hash: 999}
-	inst.Admit(1, &n, 0)
+	inst.Admit(&v, &n, 0)
 	if ranks[0] != 0 || ranks[3] != 3000 || n.Rank != 0 {
 		t.Fatalf("las ranks %v, new flow %d", ranks, n.Rank)
 	}

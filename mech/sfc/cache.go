@@ -156,3 +156,23 @@ func (c *cache) live(now int64) int {
 	}
 	return n
 }
+
+// each calls f with the key and pause end of every entry live at now, each
+// read whole (a slot being written is skipped), until f returns false
+// (any goroutine).
+func (c *cache) each(now int64, f func(key uint64, end int64) bool) {
+	for i := range c.slots {
+		s := &c.slots[i]
+		q := s.seq.Load()
+		if q&1 != 0 {
+			continue
+		}
+		k, e := s.key.Load(), s.end.Load()
+		if s.seq.Load() != q || k == 0 || e <= now {
+			continue
+		}
+		if !f(k, e) {
+			return
+		}
+	}
+}

@@ -16,7 +16,10 @@
 // the egress port's worker (docs/architecture.md): stages that need the
 // egress port's state run there, so SFC's "ingress" is the Admit hook of the
 // port the packet is headed to, and the depth it compares is exact
-// (sched.Backlogger), not a signal a few nanoseconds old. The BTS is built
+// (mech.PortView.Backlog), not a signal a few nanoseconds old. SFC declares
+// that it runs after the mechanism that assigns the queues and the one that
+// sets the ranks (Spec.After), so the queue it reads is the one the packet
+// takes on a port that also runs BFC or AFQ. The BTS is built
 // in the same step (with the depth the packet finds, the "latest" the
 // egress builder of line 21 would read) and handed to the switch to route
 // (mech.Routed), as the paper recirculates it so the routing tables pick
@@ -39,7 +42,7 @@
 //	 8  return                                a BTS never triggers a BTS: Admit puts every BTS on the control
 //	                                          lane and returns, cacheable or not (the listing lets a
 //	                                          non-cacheable BTS fall through to the data branch)
-//	10  isCongested <- qd(queue) > Q_Th       Admit: sched.Queuer names the packet's queue, its exact
+//	10  isCongested <- qd(queue) > Q_Th       Admit: PortView.QueueOf names the packet's queue, its exact
 //	                                          Backlog is qd; a port without a rate has no Q_Th (no trigger)
 //	11  cache_time = max(0, cache[dst]-now)   Admit: for packets of local senders (received on a host port)
 //	                                          leaving by a port in mode ingress_cache; "max-ed" with the
@@ -136,5 +139,9 @@
 // Admit, Dequeued and a port's Bloom filters and estimator belong to the
 // port's egress worker; Control runs on the receiving worker of a fabric
 // port; the cache is shared by all of them (lock-free, cache.go); counters
-// are atomics that Collect reads from any goroutine.
+// are atomics that Collect reads from any goroutine, and Flows (gswitchctl
+// flows) lists the cache's live entries, which any goroutine may read.
+//
+// A packet that caused a BTS carries SFC's scratch bit of pkt.Packet.Meta
+// (registered with pkt.RegisterMeta).
 package sfc

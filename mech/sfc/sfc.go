@@ -9,7 +9,6 @@ import (
 
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
-	"github.com/gswitch/gswitch/sched"
 	"github.com/gswitch/gswitch/wire"
 )
 
@@ -17,14 +16,21 @@ import (
 // wire's rules): a host could not act on it either.
 var ReasonBadBTS pkt.Reason
 
+// metaBTS is SFC's scratch bit of pkt.Packet.Meta: the packet caused a BTS.
+var metaBTS uint16
+
 func init() {
 	ReasonBadBTS = pkt.RegisterReason("bad_bts")
+	metaBTS = pkt.RegisterMeta("sfc")
 	mech.Register(mech.Spec{
 		Name:     "sfc",
 		Summary:  "Source Flow Control: back-to-sender pause frames from congested queues, Bloom suppression, near-source pause cache",
 		Config:   func() any { return NewConfig() },
 		Controls: []uint8{uint8(wire.TypeSFCBTS)},
-		New:      New,
+		// The trigger reads the depth of the queue the packet takes:
+		// the one BFC assigned, or the round AFQ's rank chose.
+		After: []string{mech.QueueSetter, mech.RankSetter},
+		New:   New,
 	})
 }
 
@@ -47,8 +53,6 @@ type port struct {
 	params
 	host bool
 	rate uint64 // bits/s; 0: unshaped (no trigger)
-	bl   sched.Backlogger
-	qr   sched.Queuer
 	nq   int
 
 	bloom *bloom
@@ -105,14 +109,12 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		if err != nil {
 			return nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
-		sc := sw.Scheduler(i)
-		bl, ok1 := sc.(sched.Backlogger)
-		qr, ok2 := sc.(sched.Queuer)
-		if !ok1 || !ok2 {
+		if !p.View.Exact() || !p.View.Classifies() {
 			return nil, fmt.Errorf("port %s: sfc needs a scheduler that reports a queue's exact backlog and the queue of a packet; %s does not", p.Name, p.Scheduler)
 		}
-		pt := &port{idx: i, name: p.Name, params: r, host: p.Role == mech.RoleHost, bl: bl, qr: qr, nq: sc.NumQueues(),
-			bloom: newBloom(sc.NumQueues(), r.bloomBits, r.hashes, r.bloomReset)}
+		nq := p.View.Queues()
+		pt := &port{idx: i, name: p.Name, params: r, host: p.Role == mech.RoleHost, nq: nq,
+			bloom: newBloom(nq, r.bloomBits, r.hashes, r.bloomReset)}
 		pt.rate = p.RateBits
 		if r.estimator {
 			pt.est = newEstimator(r.estDsts, r.rtt, r.estRate)
@@ -175,7 +177,7 @@ func flow(p *pkt.Packet) bool {
 }
 
 // Admit is SFC's ingress stage for the egress queue p is headed to
-// (Algorithm 1, SfcIngress and SfcEgress; egress worker of port i):
+// (Algorithm 1, SfcIngress and SfcEgress; the port's egress worker):
 //
 //   - a BTS passing through goes on the port's control lane (the paper's
 //     high-priority queue) and never triggers a BTS (lines 3-8);
@@ -186,7 +188,8 @@ func flow(p *pkt.Packet) bool {
 //     period (line 13), a BTS goes back to its sender with the pause
 //     max(cache time, estimate, (qd - Q_Tg)/R) (lines 20-25). The packet
 //     itself always goes on.
-func (s *SFC) Admit(i int, p *pkt.Packet, now int64) {
+func (s *SFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
+	i := v.Index()
 	pt := s.ports[i]
 	if isControl(p) {
 		if p.Ctl == uint8(wire.TypeSFCBTS) {
@@ -198,11 +201,11 @@ func (s *SFC) Admit(i int, p *pkt.Packet, now int64) {
 	if p.Lane != pkt.LaneData || !flow(p) {
 		return
 	}
-	q := pt.qr.QueueOf(p)
+	q := v.QueueOf(p)
 	if q < 0 || q >= pt.nq {
 		return
 	}
-	qd, _ := pt.bl.Backlog(q)
+	qd, _ := v.Backlog(q)
 	pt.observe(qd)
 	if pt.mode != ModeIngress && pt.mode != ModeIngressCache {
 		return
@@ -261,7 +264,7 @@ func (s *SFC) signal(pt *port, p *pkt.Packet, q int, qd uint64, queueNs, cacheNs
 		Depth: uint32(min(qd, math.MaxUint32))}
 	if s.send(w, p, pt.dscp, &m) {
 		pt.sent[src].Add(1)
-		p.Meta |= pkt.MetaBTS
+		p.Meta |= metaBTS
 	} else {
 		pt.failed.Add(1)
 	}
@@ -327,18 +330,12 @@ func (s *SFC) Control(in int, b *mech.Batch) {
 	}
 }
 
-// Enqueued: nothing to do.
-func (s *SFC) Enqueued(int, *pkt.Packet, int64) {}
-
-// Dropped: nothing to do (SFC never drops a packet to signal).
-func (s *SFC) Dropped(int, *pkt.Packet, pkt.Reason, int64) {}
-
 // Dequeued is the trigger of mode egress ("Egress BTS", section 2.3): a
 // packet leaving a queue that is still above Q_Th sends its sender a BTS
 // with the pause (qd - Q_Tg)/R for the depth it leaves behind, at most one
 // per dequeued packet, suppressed by the same Bloom filter (egress worker).
-func (s *SFC) Dequeued(i int, b *mech.Batch) {
-	pt := s.ports[i]
+func (s *SFC) Dequeued(v *mech.PortView, b *mech.Batch) {
+	pt := s.ports[v.Index()]
 	if pt.mode != ModeEgress || !pt.trigger() {
 		return
 	}
@@ -347,7 +344,7 @@ func (s *SFC) Dequeued(i int, b *mech.Batch) {
 		if p.Verdict != pkt.Forward || isControl(p) || !flow(p) || int(p.Queue) >= pt.nq {
 			continue
 		}
-		qd, _ := pt.bl.Backlog(int(p.Queue))
+		qd, _ := v.Backlog(int(p.Queue))
 		if qd <= pt.qth {
 			continue
 		}
@@ -356,7 +353,7 @@ func (s *SFC) Dequeued(i int, b *mech.Batch) {
 }
 
 var (
-	_ mech.AdmitHook   = (*SFC)(nil)
-	_ mech.ControlHook = (*SFC)(nil)
-	_ mech.ObserveHook = (*SFC)(nil)
+	_ mech.AdmitHook    = (*SFC)(nil)
+	_ mech.ControlHook  = (*SFC)(nil)
+	_ mech.DequeuedHook = (*SFC)(nil)
 )

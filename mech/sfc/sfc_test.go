@@ -181,6 +181,14 @@ func TestBTSFromTheCongestedQueue(t *testing.T) {
 	if d.s2.CacheEntries() != 0 {
 		t.Errorf("sw2 cached the BTS it sent")
 	}
+	// gswitchctl flows lists the entry on sw1's ports (mode ingress_cache).
+	if fl := d.s1.Flows(pH2, 10); len(fl) != 1 || fl[0].Dst.Addr() != netip.AddrFrom4(r) || fl[0].State["dscp"] != uint8(0) ||
+		fl[0].State["pause_left_us"] != uint32(11000) {
+		t.Errorf("sw1 flows %+v", fl)
+	}
+	if fl := d.s1.Flows(pH2, 0); fl != nil {
+		t.Errorf("sw1 flows with max 0: %+v", fl)
+	}
 	// A ping names no flow a sender could pause: no BTS for it, even now.
 	d.a.Links[pH1].Inject(pkttest.Ping(mac6(portMAC(sw1, pH1)), macH1, h1, r, 1, 1, 900))
 	d.f.Settle()
