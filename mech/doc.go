@@ -12,15 +12,17 @@
 // hooks the instance implements at fixed points of the pipeline:
 //
 //	rx -> parse -> Control -> forwarding -> Ingress -> | handoff |
-//	   -> Admit -> traffic manager (Enqueued | Dropped) -> Dequeued -> Egress -> tx
+//	   -> traffic manager [ Admit -> scheduler (Enqueued | Dropped) -> Dequeued -> Egress ] -> tx
 //
 // Each hook is an interface of one method (hooks.go), and the switch wires
-// each one the instance implements, and only those:
+// each one the instance implements, and only those; the dataplane calls
+// the receiving side's hooks and Tick, the traffic manager (package tm)
+// the egress side's:
 //
 //	hook       runs on           gets                    for
 //	Control    receiving worker  port index, batch of 1  control messages of the types in Spec.Controls
 //	Ingress    receiving worker  port index, batch       packets received on the port, after forwarding
-//	Admit      egress worker     *PortView, packet       each data packet for the port, before the traffic manager
+//	Admit      egress worker     *PortView, packet       each data packet for the port, before the scheduler takes it
 //	Enqueued   egress worker     *PortView, packet       the scheduler took it
 //	Dropped    egress worker     *PortView, packet, why  refused at admission, or evicted or flushed later
 //	Dequeued   egress worker     *PortView, batch        released by the scheduler, before transmission
@@ -75,7 +77,10 @@
 // A mechanism sends frames of its own (pause and resume frames, BTS,
 // credits) through the Emitter of the worker it runs on: they take frames
 // from a reserve that data cannot exhaust and leave on the port's control or
-// credit lane, never through the data handoff rings and never paused.
+// credit lane, never through the data handoff rings and never paused. A
+// mechanism that needs a metered lane (ExpressPass's credits) sets up the
+// port's credit lane from New (Switch.SetCreditLane) and hands it the
+// LanePolicy that chooses which arriving frames the lane keeps.
 //
 // # Capabilities
 //
@@ -88,12 +93,19 @@
 // # Writing a mechanism
 //
 // A package mech/NAME with doc.go (what it does, which paper section it
-// follows), a config struct with yaml tags and a Validate method (it sees
-// the port: rate, buffer, queues, delay), the instance and the hooks it
-// needs, its order (Spec.After, Spec.Before) if it reads what another
-// mechanism sets, scratch bits if it needs them, a prometheus.Collector for
-// its metrics, and an init function calling Register. One blank import in
-// mech/all adds it to gswitchd; nothing in the dataplane, the config loader
-// or the metrics collector changes. mech/ecn is a small example;
-// docs/architecture.md walks through mech/sfc.
+// follows), a config struct with yaml tags, its defaults in the value
+// Spec.Config returns (the config package holds none of them), and a
+// Validate method (it sees the port: rate, buffer, queues, delay, rtt,
+// timescale); the instance and the hooks it needs, its order (Spec.After,
+// Spec.Before) if it reads what another mechanism sets, scratch bits and
+// drop reasons if it needs them, a prometheus.Collector for its metrics,
+// and, as it has state to show, a Viewer (view.go, by custom), a
+// FlowLister, a RateFollower; and an init function calling Register. One
+// blank import in mech/all adds it to gswitchd, one line in
+// configs/reference.yaml lists its keys and defaults, and one row in the
+// README's mechanisms table says what it does and needs; nothing in the
+// dataplane, the traffic manager, the config loader or the metrics
+// collector changes. A mechanism with frames of its own defines them in
+// package wire (and docs/wire-formats.md). mech/ecn is a small example;
+// docs/architecture.md walks through mech/sfc, file by file.
 package mech

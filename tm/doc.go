@@ -50,4 +50,28 @@
 // pkt.Packets) from admission until they go to the tx ring, onto the delay
 // line, or to the Sink; it never frees a frame itself. A frame on a queue,
 // a lane or the delay line belongs to the port's egress worker.
+//
+// # Where it stands
+//
+// Two of its parts are packages of their own on lower floors, not tm's
+// subpackages: the queues (package queues) and the schedulers (package
+// sched), because other packages need them without the traffic manager:
+// package mech, below tm (a PortView reads a scheduler's exact backlog and the queue a packet
+// takes; Check asks whether a scheduler orders by rank), package config (a
+// scheduler's defaults are in its sched.Spec) and gsperf's simulation
+// (perf/sim runs the schedulers with no switch). tm imports mech, to call
+// the hooks and keep each port's PortView; the mechanisms import mech, not
+// tm. The shaper serves only the traffic manager (and the dataplane, which
+// builds the bucket of a rate change), so it is tm/shaper.
+// docs/architecture.md ("The house") draws the floors.
+//
+// # Files
+//
+//	frames.go  Frames: the switch's frame budget, by worker range
+//	worker.go  Worker: what one worker's ports share (its pending frame counts, scratch, the Sink)
+//	lane.go    Lane: the credit lane, a FIFO under a token bucket, kept by a mech.LanePolicy
+//	delay.go   DelayLine: the wire of a delayed link, and how late frames leave it
+//	port.go    Port: its parts, Init, settings, what other goroutines may read, Publish
+//	admit.go   admission: Admit, ToLane, ToLanes (the Admit, Enqueued and Dropped hooks)
+//	send.go    what leaves: Send, Flush, SleepBound, WakeBounds (the Dequeued and Egress hooks)
 package tm
