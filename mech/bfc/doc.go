@@ -20,8 +20,8 @@
 //
 //   - Admit assigns the packet's queue (p.Queue; Spec.SetsQueue makes DRR
 //     classify by it). assign: dynamic keeps a flow table of 100 x the
-//     port's queues entries (flow_table), indexed by a seeded hash of the
-//     5-tuple; an entry holds its queue, the packets of its flows now in the
+//     port's queues entries (flow_table), indexed by a keyed hash of the
+//     5-tuple hash (see Hosts' reach); an entry holds its queue, the packets of its flows now in the
 //     switch and when one last arrived or left. An entry with no packet and
 //     not touched for the sticky time (2 HRTT) takes the first empty queue
 //     at or after a rotating cursor (empty and not paused first), else a

@@ -3,6 +3,7 @@ package pfabric
 import (
 	"fmt"
 
+	"github.com/gswitch/gswitch/internal/keyhash"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/wire/gsperf"
@@ -48,8 +49,9 @@ const (
 // port is the state on one port (egress worker only).
 type port struct {
 	las     bool
-	sketch  []uint32 // las: bytes seen per flow (rows x cols)
-	lasSeen uint64   // bytes since the last decay
+	sketch  []uint32    // las: bytes seen per flow (rows x cols)
+	key     keyhash.Key // las: the sketch's hash key
+	lasSeen uint64      // bytes since the last decay
 }
 
 // PFabric is the mechanism's instance.
@@ -71,7 +73,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		}
 		s := &port{las: c.Rank == RankLAS}
 		if s.las {
-			s.sketch = make([]uint32, lasRows*lasCols)
+			s.sketch, s.key = make([]uint32, lasRows*lasCols), keyhash.New()
 		}
 		f.ports[i] = s
 	}
@@ -82,7 +84,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 func (f *PFabric) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 	s := f.ports[v.Index()]
 	if s.las {
-		s.rankLAS(p)
+		s.rankLAS(s.key.Flow(f.mem, p), p)
 		return
 	}
 	p.Rank = GsperfRank(f.mem, p)
@@ -100,11 +102,14 @@ func GsperfRank(mem []byte, p *pkt.Packet) uint32 {
 }
 
 // rankLAS ranks a packet by the bytes its flow has sent before it (a
-// count-min estimate), so new and short flows go first.
-func (s *port) rankLAS(p *pkt.Packet) {
+// count-min estimate), so new and short flows go first. flow is the
+// flow's keyed hash (keyhash.Key.Flow under the port's key), so no host
+// can compute flows that share another host's flow's cells and push its
+// rank down; rows are its double hashes.
+func (s *port) rankLAS(flow uint64, p *pkt.Packet) {
 	est := ^uint32(0)
-	for r := uint32(0); r < lasRows; r++ {
-		c := &s.sketch[r*lasCols+((p.Hash*(0x9e3779b1+2*r+1))>>20)%lasCols]
+	for r := uint64(0); r < lasRows; r++ {
+		c := &s.sketch[r*lasCols+(uint64(uint32(flow))+r*(flow>>32|1))%lasCols]
 		est = min(est, *c)
 		*c = uint32(min(uint64(*c)+uint64(p.Len), 1<<32-1))
 	}

@@ -236,7 +236,7 @@ func (s *SFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 
 // signal suppresses or sends the BTS about p (egress worker of pt).
 func (s *SFC) signal(pt *port, p *pkt.Packet, q int, qd uint64, queueNs, cacheNs, estNs, now int64, w int) {
-	if pt.bloom.testAndSet(q, p.Hash, now) {
+	if pt.bloom.testAndSet(q, pt.bloom.key.Flow(s.mem, p), now) {
 		pt.suppressed.Add(1)
 		return
 	}
