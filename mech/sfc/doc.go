@@ -91,6 +91,12 @@
 //     (estimator.go), tau = rtt, decay 7/8 every tau/8; local_estimate =
 //     max(0, bytes - tau*R - Q_Tg)/R with R = estimator_rate and Q_Tg one BDP
 //     at R.
+//   - A pause is never longer than max_pause (default 256 rtt, see
+//     MaxPauseFor for why not "a few rtt"): the congested port cuts the
+//     pause it sends to its own, and a fabric port cuts what a BTS
+//     arriving on it may set in the cache to its own (both counted,
+//     gswitch_sfc_pause_capped_total). The BTS itself is forwarded as it
+//     came; the sender's gsperf cuts it again (-max-pause).
 //   - Only IPv4 TCP and UDP packets get a BTS: the frame format quotes an
 //     IPv4 header, and the sender finds the flow to pause by the ports of
 //     the quoted L4 header (ICMP, other protocols and non-first fragments
@@ -110,6 +116,7 @@
 //	estimator: false           # the incast estimator (mode ingress or ingress_cache)
 //	estimator_destinations: [] # IPv4 addresses it keeps an entry for
 //	estimator_rate: 0          # the destinations' link rate; 0 = the port's
+//	max_pause: 0               # longest pause in the port's BTS and cached from a BTS arriving on it; 0 = 256 x rtt
 //
 // Enable it on every port of a switch: the congested port triggers, the
 // uplinks of a ToR answer from the cache, the host ports put BTS frames on
@@ -130,6 +137,8 @@
 //	gswitch_sfc_queue_peak_bytes{port}, gswitch_sfc_queue_depth_bytes{port} (histogram, per arrival)
 //	gswitch_sfc_estimator_bytes{port,destination}
 //	gswitch_sfc_port_info{port,mode,q_th_bytes,q_tg_bytes}
+//	gswitch_sfc_pause_capped_total{port,direction}  direction: sent, received (cut to max_pause)
+//	gswitch_sfc_max_pause_seconds{port}
 //
 // Forged BTS (from host ports) are counted by the switch:
 // gswitch_control_forged_total{port,kind="sfc_bts"}.
