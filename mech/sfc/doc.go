@@ -102,6 +102,30 @@
 //     the quoted L4 header (ICMP, other protocols and non-first fragments
 //     name no flow). Control messages of ours never do.
 //
+// # Hosts' reach
+//
+// What a host can and cannot do through SFC:
+//
+//   - It cannot send a BTS: from a host port a BTS is forged and dropped
+//     (gswitch_control_forged_total{kind="sfc_bts"}).
+//   - The switches send BTS about its own packets to their source address,
+//     which the source guard holds to the host's own: it can have itself
+//     paused, not another host (the guard counts the spoofed frames).
+//   - By congesting a destination's port it has the switches pause the
+//     other senders toward that destination, from the queue and, near
+//     them, from the cache: that is SFC (every sender into a congested
+//     receiver is paused), each time for at most max_pause
+//     (pause_capped_total).
+//   - It cannot aim at another flow's Bloom bits (to have its BTS
+//     suppressed) or at another destination's cache bucket (to evict it):
+//     the filter and the cache are keyed (package internal/keyhash; the
+//     filter mixes in the flow's source address). Many flows or
+//     destinations crowd them at random (bloom_flows,
+//     cache_evictions_total), as heavy honest traffic does.
+//   - The DSCP is part of the cache's key: a host that marks another DSCP
+//     than the BTS's quote is not answered from the cache (the congested
+//     switch's own BTS still reach it).
+//
 // # Config (per port, under mechanisms: sfc:)
 //
 //	mode: ingress_cache        # off | egress | ingress | ingress_cache (the ablations, one code)
