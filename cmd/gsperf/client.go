@@ -212,6 +212,16 @@ func client(args []string) error {
 	if bfcHost != nil {
 		c.bfc.finish(bfcHost, p.Src, run.Params)
 	}
+	if c.mode == "xpass" {
+		var refused uint64
+		for _, r := range recs {
+			refused += r.Mech["refused"]
+		}
+		run.Params["xpass_refused"] = fmt.Sprint(refused)
+		if refused > 0 {
+			fmt.Fprintf(os.Stderr, "gsperf %s: xpass: %d GC messages from the receivers that were not credits, refused\n", p.Src, refused)
+		}
+	}
 	run.Fidelity = c.fid.end()
 	return finish(run, c.out, c.csv)
 }

@@ -301,9 +301,10 @@ func (s *SFC) send(w int, p *pkt.Packet, dscp uint8, m *wire.BTS) bool {
 // bad_bts), counted, and, when it is cacheable and this switch caches,
 // recorded in the pause cache: cache[(src IP, DSCP of the quoted header)] =
 // max(old, now + min(pause, max_pause)) (lines 3-6; the BTS's source IP is
-// the congested receiver's; max_pause is the receiving port's). It is then forwarded toward its destination, the original
-// sender, like any packet; a BTS is never consumed by a switch (the sender
-// is the only one to act on it, and the ToR's cache only copies it).
+// the congested receiver's; max_pause is the receiving port's). It is then
+// forwarded toward its destination, the original sender, like any packet;
+// a BTS is never consumed by a switch (the sender is the only one to act
+// on it, and the ToR's cache only copies it).
 func (s *SFC) Control(in int, b *mech.Batch) {
 	for k := range b.Pkts {
 		p := &b.Pkts[k]
