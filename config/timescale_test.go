@@ -61,7 +61,7 @@ ports:
   - interface: b
     rate: 100Gbit
     delay: 1us
-    mechanisms: {sfc: {rtt: 10us, bloom_reset: 4us, estimator: true, estimator_destinations: [10.0.0.1], estimator_rate: 40Gbit}}
+    mechanisms: {sfc: {rtt: 10us, bloom_reset: 4us, estimator: true, estimator_destinations: [10.0.0.1], estimator_rate: 40Gbit, max_pause: 2ms}}
   - interface: c
     rate: 25Gbit
     mechanisms: {sfc: {}, expresspass: {}}
@@ -95,6 +95,7 @@ func TestTimescaleScalesEveryFabricKey(t *testing.T) {
 		{"bfc.watchdog", bf.Watchdog.D(), 300 * ms},
 		{"sfc.rtt", sf.RTT.D(), 10 * ms},
 		{"sfc.bloom_reset", sf.BloomReset.D(), 4 * ms},
+		{"sfc.max_pause", sf.MaxPause.D(), 2 * time.Second},
 		{"sfc.rtt (default 450us)", sfDefault.RTT.D(), 450 * ms},
 		// wall: as written
 		{"spin", c.Spin.D(), 20 * us},
@@ -140,7 +141,7 @@ func TestTimescaleFieldsAreDecided(t *testing.T) {
 	}
 	mechFabric := map[string][]string{
 		"bfc":         {"hrtt", "sticky", "bitmap_period", "watchdog"},
-		"sfc":         {"rtt", "bloom_reset", "estimator_rate"},
+		"sfc":         {"rtt", "bloom_reset", "estimator_rate", "max_pause"},
 		"afq":         nil,
 		"pfabric":     nil,
 		"expresspass": nil,

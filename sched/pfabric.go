@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gswitch/gswitch/internal/keyhash"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
@@ -45,7 +46,11 @@ func pfabricBuffer(rateBits uint64, rtt time.Duration) uint64 {
 //
 // Every operation is O(log n) in the buffered packets: two indexed binary
 // heaps over the packets (best first, worst first), a list per flow in
-// arrival order, and an open-addressing flow table.
+// arrival order, and an open-addressing flow table. The table's home slot
+// of a flow is a keyed hash of p.Hash (package keyhash, a secret key per
+// port): with the unkeyed home a host could pick flows whose homes are one
+// slot and make every lookup walk a chain as long as the buffer, on every
+// packet of every flow.
 type PFabric struct {
 	slots   []pkt.Packet
 	seq     []uint64
@@ -58,6 +63,7 @@ type PFabric struct {
 	free    []int32
 	flows   []flowEntry
 	fmask   uint32
+	key     keyhash.Key // the flow table's hash key
 	nextSeq uint64
 	limit   uint64
 	bytes   uint64
@@ -107,6 +113,7 @@ func newPFabric(p Params) (Scheduler, error) {
 	}
 	f.flows = make([]flowEntry, ft)
 	f.fmask = uint32(ft - 1)
+	f.key = keyhash.New()
 	return f, nil
 }
 
@@ -279,7 +286,7 @@ func (f *PFabric) remove(s int32) {
 // it would go. The table has at least twice as many slots as the buffer has
 // packets, so an empty slot always exists.
 func (f *PFabric) lookup(hash uint32) uint32 {
-	i := home(hash) & f.fmask
+	i := f.home(hash)
 	for {
 		e := &f.flows[i]
 		if e.count == 0 || e.hash == hash {
@@ -289,7 +296,8 @@ func (f *PFabric) lookup(hash uint32) uint32 {
 	}
 }
 
-func home(hash uint32) uint32 { return hash * 0x9e3779b1 }
+// home is the slot where the flow of hash starts its probe.
+func (f *PFabric) home(hash uint32) uint32 { return uint32(f.key.Sum(uint64(hash))) & f.fmask }
 
 // deleteFlow empties table slot i with backward-shift deletion (linear probing).
 func (f *PFabric) deleteFlow(i uint32) {
@@ -301,7 +309,7 @@ func (f *PFabric) deleteFlow(i uint32) {
 			if f.flows[j].count == 0 {
 				return
 			}
-			home := home(f.flows[j].hash) & f.fmask
+			home := f.home(f.flows[j].hash)
 			// Move j back to i if its home is not cyclically within (i, j].
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 				f.flows[i] = f.flows[j]

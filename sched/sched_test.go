@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/internal/fairness"
+	"github.com/gswitch/gswitch/internal/keyhash"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
 )
@@ -430,8 +431,24 @@ func FuzzSchedulersAgainstReference(f *testing.F) {
 	f.Fuzz(runOps)
 }
 
-// Hashes that stress the flow tables: the extremes, and three that share a home slot in a small table.
-var hotHashes = [8]uint32{0, 1, 0xffffffff, 0xfffffffe, 0x80000000, 0x7fffffff, 0x9e3779b1, 0x3c6ef362}
+// fuzzKey is the pFabric flow table's key in runOps, fixed so that
+// hotHashes can share a home slot under it.
+var fuzzKey = keyhash.FromKey([2]uint64{0x5eed, 0xf00d})
+
+// Hashes that stress the flow tables: the extremes, and three that share a
+// home slot in runOps' pFabric table (16 slots, under fuzzKey).
+var hotHashes = func() [8]uint32 {
+	h := [8]uint32{0, 1, 0xffffffff, 0xfffffffe, 0x80000000}
+	home := func(x uint32) uint64 { return fuzzKey.Sum(uint64(x)) & 15 }
+	n := 5
+	for x := uint32(2); n < 8; x++ {
+		if home(x) == home(0) {
+			h[n] = x
+			n++
+		}
+	}
+	return h
+}()
 
 func runOps(t *testing.T, ops []byte) {
 	if len(ops) > 20000 { // at most ~2000 packets: within the queues' 4096-packet capacity, which the references do not model
@@ -445,6 +462,7 @@ func runOps(t *testing.T, ops []byte) {
 	rsp.SetRound(start)
 	rrsp := &refRSP{n: nq, round: start, q: map[uint64][]pkt.Packet{}}
 	pf := mk(t, "pfabric", Params{PortBytes: 6000, PortPackets: 8}).(*PFabric)
+	pf.key = fuzzKey
 	rpf := &refPFabric{limit: 6000, cap: 8}
 	id := uint64(0)
 	be32 := func(b []byte) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }

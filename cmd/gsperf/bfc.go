@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 
 	bfchost "github.com/gswitch/gswitch/perf/bfc"
@@ -14,6 +15,7 @@ type bfcFlags struct {
 	queues   *int
 	watchdog *fabricDuration
 	pauses   *bool
+	sw       *string
 }
 
 func addBFCFlags(fs *flag.FlagSet, clock *clockFlags) *bfcFlags {
@@ -21,6 +23,7 @@ func addBFCFlags(fs *flag.FlagSet, clock *clockFlags) *bfcFlags {
 		queues:   fs.Int("bfc-queues", 128, "bfc: queue ids handed to the host's flows, one per active flow (1 to 4095; 1: every flow in one queue)"),
 		watchdog: clock.duration("bfc-watchdog", bfchost.DefaultWatchdog, "bfc: resume the flows of pauses the switch has not refreshed this long"),
 		pauses:   fs.Bool("bfc-pauses", true, "bfc: honour pauses; false is a NIC without BFC (the paper's \"BFC - NIC\"): no queue ids, pauses ignored, one BDP in flight per flow"),
+		sw:       fs.String("bfc-switch", "", "bfc: the MAC of the switch port this host's link ends on; pause frames from any other source are refused (default: the default gateway's, from the ARP table, else the first pause frame's source)"),
 	}
 }
 
@@ -30,7 +33,15 @@ func (b *bfcFlags) start(t protocolTimers) (*bfchost.Host, error) {
 	if wd == 0 { // the default, on the wall clock
 		wd = t.BFCWatchdog
 	}
-	h, err := bfchost.New(bfchost.Config{Queues: *b.queues, Watchdog: wd, Poll: t.BFCPoll, Deaf: !*b.pauses})
+	c := bfchost.Config{Queues: *b.queues, Watchdog: wd, Poll: t.BFCPoll, Deaf: !*b.pauses, Gateway: bfchost.GatewayMAC}
+	if *b.sw != "" {
+		m, err := switchMAC(*b.sw)
+		if err != nil {
+			return nil, err
+		}
+		c.Switch = m
+	}
+	h, err := bfchost.New(c)
 	if err != nil {
 		return nil, fmt.Errorf("-bfc-queues, -bfc-watchdog: %w", err)
 	}
@@ -51,4 +62,14 @@ func (b *bfcFlags) finish(h *bfchost.Host, name string, params map[string]string
 	params["bfc_bitmaps"] = fmt.Sprint(st.Bitmaps)
 	params["bfc_watchdog_resumes"] = fmt.Sprint(st.WatchdogResumes)
 	params["bfc_held"] = fmt.Sprint(st.Held)
+	params["bfc_refused"] = fmt.Sprint(st.Refused())
+}
+
+// switchMAC reads -bfc-switch: a unicast Ethernet address.
+func switchMAC(s string) ([6]byte, error) {
+	m, err := net.ParseMAC(s)
+	if err != nil || len(m) != 6 || m[0]&1 != 0 || [6]byte(m) == [6]byte{} {
+		return [6]byte{}, fmt.Errorf("-bfc-switch: %q is not a unicast Ethernet address (e.g. 02:67:73:00:01:02, the switch port's MAC)", s)
+	}
+	return [6]byte(m), nil
 }

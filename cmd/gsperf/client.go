@@ -26,6 +26,7 @@ type clientSetup struct {
 	mode       string
 	bfc        *bfcFlags // -mode bfc only
 	fid        *fidelityRun
+	maxPause   time.Duration     // -mode sfc: the longest pause a BTS may set (wall)
 	params     map[string]string // the flags as given (the fabric's units)
 	out, csv   string
 	sfc, isBFC bool
@@ -46,6 +47,7 @@ func parseClient(args []string) (*clientSetup, error) {
 	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020) or xpass (one segment per ExpressPass credit; the server runs -mode xpass)")
 	bfcf := addBFCFlags(fs, clock)
 	rtt := clock.duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
+	maxPause := clock.duration("max-pause", 0, "sfc: the longest pause a BTS may put a flow under; longer ones are cut to it and counted (0: 256 x -base-rtt, the switches' max_pause rule)")
 	rto := clock.duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
 	idBase := fs.Uint64("id-base", 0, "first flow id (give each sender its own range)")
 	initWin := fs.String("init-window", "", "initial window, e.g. 64KB (default 10 segments plain, one BDP at -rate x -base-rtt pfabric)")
@@ -99,6 +101,13 @@ func parseClient(args []string) (*clientSetup, error) {
 			return nil, fmt.Errorf("-init-window: %q is not a positive size", *initWin)
 		}
 	}
+	if maxPause.Fabric < 0 {
+		return nil, fmt.Errorf("-max-pause: %v is negative (0: 256 x -base-rtt)", maxPause.Fabric)
+	}
+	c.maxPause = maxPause.Wall
+	if c.maxPause == 0 {
+		c.maxPause = sfc.MaxPauseRTTs * rtt.Wall
+	}
 	var paceBits uint64
 	if *paceBurst < 1 {
 		return nil, fmt.Errorf("-pace-burst: %d (at least one segment)", *paceBurst)
@@ -140,6 +149,9 @@ func parseClient(args []string) (*clientSetup, error) {
 	c.plan = p
 	c.params = map[string]string{"workload": *wl, "size": *size, "flows": fmt.Sprint(*flows), "load": fmt.Sprint(*load), "rate": *rate,
 		"arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.Fabric.String(), "pace": *pace}
+	if c.sfc {
+		c.params["max_pause"] = c.clock.Scale.Fabric(c.maxPause).String()
+	}
 	return c, nil
 }
 
@@ -159,7 +171,7 @@ func client(args []string) error {
 	}
 	var bts *sfc.Listener
 	if c.sfc {
-		if bts, err = sfc.Listen(fmt.Sprintf(":%d", wire.BTSPort)); err != nil {
+		if bts, err = sfc.Listen(fmt.Sprintf(":%d", wire.BTSPort), sfc.MaxPause(c.maxPause)); err != nil {
 			return fmt.Errorf("-mode sfc: %w", err)
 		}
 		defer bts.Close()
@@ -187,13 +199,28 @@ func client(args []string) error {
 	if err != nil {
 		return err
 	}
-	if bts != nil {
-		fmt.Fprintf(os.Stderr, "gsperf %s: sfc: %v\n", p.Src, bts.Stats())
-	}
 	run := &results.Run{Name: p.Src, Flows: recs, Params: c.params}
+	if bts != nil {
+		st := bts.Stats()
+		fmt.Fprintf(os.Stderr, "gsperf %s: sfc: %v\n", p.Src, st)
+		run.Params["sfc_bts_received"] = fmt.Sprint(st.Received)
+		run.Params["sfc_bts_applied"] = fmt.Sprint(st.Paused)
+		run.Params["sfc_bts_capped"] = fmt.Sprint(st.Capped)
+		run.Params["sfc_bts_refused"] = fmt.Sprint(st.Refused())
+	}
 	run.SetTimescale(c.clock.Scale)
 	if bfcHost != nil {
 		c.bfc.finish(bfcHost, p.Src, run.Params)
+	}
+	if c.mode == "xpass" {
+		var refused uint64
+		for _, r := range recs {
+			refused += r.Mech["refused"]
+		}
+		run.Params["xpass_refused"] = fmt.Sprint(refused)
+		if refused > 0 {
+			fmt.Fprintf(os.Stderr, "gsperf %s: xpass: %d GC messages from the receivers that were not credits, refused\n", p.Src, refused)
+		}
 	}
 	run.Fidelity = c.fid.end()
 	return finish(run, c.out, c.csv)

@@ -25,6 +25,7 @@ import (
 //	client -timeout                            fabric  60s
 //	client -timeline                           fabric  off
 //	client -bfc-watchdog                       fabric  200ms
+//	client -max-pause                          fabric  256 x -base-rtt (sfc: the longest pause a BTS sets)
 //	client -at                                 wall    an instant (ns since 1970): process start-up
 //	server -idle-timeout                       fabric  1m
 //	server -xp-link                            fabric  required
@@ -50,7 +51,8 @@ import (
 //	client: progress print, flow wait caps     wall    2s; 50ms, 10ms raw ppoll (loop bounds)
 //	client -fidelity: first snapshot lead      wall    250ms before -at
 //	SFC pause in a BTS frame                   wall    as the switch computed it: from its wall rates, so
-//	                                                   already the fabric's pause x K; applied as it comes
+//	                                                   already the fabric's pause x K; applied as it comes,
+//	                                                   cut to -max-pause x K
 //	measured RTTs, feedback period, gaps       wall    measured on this machine (they scale by themselves)
 //
 // Byte counts (windows, -init-window, buffers, -size) and counts are the

@@ -146,6 +146,13 @@ func TestClientFlagsOnBothClocks(t *testing.T) {
 		if c := planOf(t, "-timescale", k, "-mode", "bfc", "-bfc-watchdog", "50ms"); c.bfc.watchdog.Wall != 50*time.Millisecond*n {
 			t.Errorf("-bfc-watchdog at K %s: %v", k, c.bfc.watchdog.Wall)
 		}
+		// sfc's longest pause: 256 base RTTs, or -max-pause, both fabric time.
+		if c := planOf(t, "-timescale", k, "-mode", "sfc", "-base-rtt", "2ms"); c.maxPause != 512*time.Millisecond*n || c.params["max_pause"] != "512ms" {
+			t.Errorf("sfc max pause at K %s: %v (params %q)", k, c.maxPause, c.params["max_pause"])
+		}
+		if c := planOf(t, "-timescale", k, "-mode", "sfc", "-max-pause", "5ms"); c.maxPause != 5*time.Millisecond*n {
+			t.Errorf("-max-pause at K %s: %v", k, c.maxPause)
+		}
 	}
 }
 

@@ -182,3 +182,15 @@ func TestServerListensOnlyWhereToldAndReportsRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestBFCSwitchFlag: -bfc-switch takes a unicast MAC and refuses the rest.
+func TestBFCSwitchFlag(t *testing.T) {
+	if m, err := switchMAC("02:67:73:00:01:02"); err != nil || m != [6]byte{2, 0x67, 0x73, 0, 1, 2} {
+		t.Fatalf("%x %v", m, err)
+	}
+	for _, bad := range []string{"01:80:c2:00:00:0e", "00:00:00:00:00:00", "nope", "02:00:00:00:00:00:00:01"} {
+		if _, err := switchMAC(bad); err == nil || !strings.Contains(err.Error(), "-bfc-switch") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/gswitch/gswitch/internal/keyhash"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/sched"
@@ -59,8 +60,10 @@ type port struct {
 	rows   int
 	cols   uint64
 	sketch []uint64
+	key    keyhash.Key // the sketch's hash key
 	ecn    uint64
 	bid    uint64 // the bid of the packet last admitted, for Enqueued
+	flow   uint64 // the keyed flow hash of that packet, for Enqueued
 	marked atomic.Uint64
 }
 
@@ -86,14 +89,18 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			return nil, fmt.Errorf("port %s: afq needs the rsp scheduler, not %s", p.Name, p.Scheduler)
 		}
 		a.ports[i] = &port{name: p.Name, rsp: r, n: uint64(sw.Scheduler(i).NumQueues()), bpr: uint64(c.BytesPerRound),
-			rows: c.Sketch.Rows, cols: uint64(c.Sketch.Cols), sketch: make([]uint64, c.Sketch.Rows*c.Sketch.Cols), ecn: uint64(c.ECNRounds)}
+			rows: c.Sketch.Rows, cols: uint64(c.Sketch.Cols), sketch: make([]uint64, c.Sketch.Rows*c.Sketch.Cols), ecn: uint64(c.ECNRounds),
+			key: keyhash.New()}
 	}
 	return a, nil
 }
 
-func (s *port) cell(r int, f uint32) *uint64 {
-	h := (uint64(f) + uint64(r)*0x9e3779b97f4a7c15) * 0xbf58476d1ce4e5b9
-	h ^= h >> 31
+// cell is flow f's counter in row r. f is the flow's keyed hash
+// (keyhash.Key.Flow under the port's key): rows are its double hashes
+// (low half + r x high half), so no host can compute flows that share
+// another host's flow's cells and raise its bids.
+func (s *port) cell(r int, f uint64) *uint64 {
+	h := uint64(uint32(f)) + uint64(r)*(f>>32|1)
 	return &s.sketch[uint64(r)*s.cols+h&(s.cols-1)]
 }
 
@@ -102,8 +109,9 @@ func (a *AFQ) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 	s := a.ports[v.Index()]
 	cur := s.rsp.Round()
 	prev := ^uint64(0)
+	f := s.key.Flow(a.mem, p)
 	for r := 0; r < s.rows; r++ {
-		prev = min(prev, *s.cell(r, p.Hash))
+		prev = min(prev, *s.cell(r, f))
 	}
 	bid := max(prev, cur*s.bpr) + uint64(p.Len)
 	round := bid / s.bpr
@@ -112,7 +120,7 @@ func (a *AFQ) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 		return
 	}
 	p.Rank = uint32(round) // the scheduler compares the low 32 bits with its 64-bit round
-	s.bid = bid
+	s.bid, s.flow = bid, f
 	if s.ecn > 0 && round-cur >= s.ecn && p.L3Off != 0 {
 		if pkt.MarkCE(a.mem[p.Addr:p.Addr+uint64(p.Len)], p) {
 			s.marked.Add(1)
@@ -126,7 +134,7 @@ func (a *AFQ) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 func (a *AFQ) Enqueued(v *mech.PortView, p *pkt.Packet, now int64) {
 	s := a.ports[v.Index()]
 	for r := 0; r < s.rows; r++ {
-		if c := s.cell(r, p.Hash); *c < s.bid {
+		if c := s.cell(r, s.flow); *c < s.bid {
 			*c = s.bid
 		}
 	}

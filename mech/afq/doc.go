@@ -28,6 +28,16 @@
 // marked CE (section 5, "ECN marking"), its IPv4 checksum updated
 // incrementally.
 //
+// Hosts' reach: bids are per flow, so a host gets a share per flow it
+// opens (AFQ is fair to flows, not hosts), and its many flows crowd the
+// sketch for everyone (count-min only over-estimates). It cannot raise
+// another host's flow's bids: the sketch is keyed (package
+// internal/keyhash, a secret key per port) and mixes in the source address,
+// so its flows share another host's cells only at random; only a host
+// sending from that host's address could aim, and the source guard
+// refuses that. It cannot set ranks: AFQ computes them. Packets too far
+// ahead are dropped (gswitch_drops_total{reason="round_overflow"}).
+//
 // Config (per port, under mechanisms: afq:):
 //
 //	bytes_per_round: 1514      # BpR (64 B to 1 MiB)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gswitch/gswitch/internal/keyhash"
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/queues"
@@ -112,7 +113,7 @@ type port struct {
 	hrttMax    int64
 	sticky     int64
 	table      []entry
-	seed       uint32
+	key        keyhash.Key // the flow table's and stochastic assignment's hash key
 	cursor     int
 	rng        uint64
 	assignedAt []int64 // per queue: when a new flow was last given it
@@ -188,7 +189,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		}
 		s := &port{idx: i, name: mp.Name, uplink: *c.Uplink, worker: sw.EgressWorker(i), sch: sw.Scheduler(i),
 			nq: sw.Scheduler(i).NumQueues(), thFixed: uint64(c.Th), thFloor: uint64(c.ThFloor), rng: uint64(i)*0x9e3779b97f4a7c15 + 1,
-			seed: uint32(i)*0x85ebca6b + uint32(sw.ID())*0xc2b2ae35 + 1}
+			key: keyhash.New()}
 		copy(s.mac[:], mp.MAC)
 		setter, ok := s.sch.(sched.SetScheduler)
 		if !ok {
@@ -269,15 +270,11 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 	return b, nil
 }
 
-// mix spreads a flow hash with a per-port seed.
-func mix(h, seed uint32) uint32 {
-	x := uint64(h^seed) * 0x9e3779b97f4a7c15
-	return uint32(x >> 32)
-}
-
-// index is the flow-table entry of a flow hash.
+// index is the flow-table entry of a flow hash: keyed (package keyhash),
+// so a host cannot compute which of its flows share an entry, hence a
+// queue, with another host's flow.
 func (s *port) index(h uint32) int {
-	return int(uint64(mix(h, s.seed)) * uint64(len(s.table)) >> 32)
+	return keyhash.Index(s.key.Sum(uint64(h)), len(s.table))
 }
 
 // random is the port's xorshift generator.
@@ -377,7 +374,7 @@ func (b *BFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 	case modeSingle:
 	case modeStochastic:
 		if p.Hash != 0 {
-			q = int(mix(p.Hash, s.seed) % uint32(s.nq))
+			q = keyhash.Index(s.key.Sum(uint64(p.Hash)), s.nq)
 		}
 	default:
 		q = s.assignDynamic(p, now)

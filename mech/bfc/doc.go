@@ -20,8 +20,8 @@
 //
 //   - Admit assigns the packet's queue (p.Queue; Spec.SetsQueue makes DRR
 //     classify by it). assign: dynamic keeps a flow table of 100 x the
-//     port's queues entries (flow_table), indexed by a seeded hash of the
-//     5-tuple; an entry holds its queue, the packets of its flows now in the
+//     port's queues entries (flow_table), indexed by a keyed hash of the
+//     5-tuple hash (see Hosts' reach); an entry holds its queue, the packets of its flows now in the
 //     switch and when one last arrived or left. An entry with no packet and
 //     not touched for the sticky time (2 HRTT) takes the first empty queue
 //     at or after a rotating cursor (empty and not paused first), else a
@@ -112,6 +112,34 @@
 // package topo set that on every port toward a higher tier (tiers counted
 // from the switches with hosts), so a leaf-spine is up-down without a word
 // in the file.
+//
+// # Hosts' reach
+//
+// What a host on a host port can and cannot do through BFC:
+//
+//   - It names its own upstream queue (the gsperf header's field, on a
+//     port with peer host): its packets raise the counter of (its port,
+//     that id), so the pauses it causes go out on its own link only. A tag
+//     it puts on a frame is removed and not believed (tags_removed_total).
+//   - It cannot send PAUSE, RESUME or BITMAP: the dataplane drops them from
+//     host ports as forged (gswitch_control_forged_total); a port whose peer
+//     is not bfc refuses them (not_peer_received_total), and queues the port
+//     does not have are ignored (bad_queue_received_total).
+//   - It cannot compute which of its flows share another flow's flow-table
+//     entry, hence its queue: the table's index and the stochastic hash are
+//     keyed (package internal/keyhash, a secret key per port). With more
+//     active flows than the port has queues, flows share queues at random,
+//     as they do for any busy host (flow_collisions_total,
+//     assigned_total{how="random"}), and each flow lowers Th for all
+//     (N_active). A host that knows another flow's whole 5-tuple can find a
+//     5-tuple of its own with the same 32-bit flow hash and share that
+//     flow's entry: no more than opening flows gives it.
+//   - Its traffic's backpressure pauses upstream queues, with whatever
+//     shares them: that is BFC's design (section 3.3.1), not a hole.
+//   - No BFC frame carries a duration: a queue a neighbour paused and no
+//     longer refreshes resumes after watchdog, at most a minute
+//     (watchdog_resumes_total); gsperf hosts do the same (-bfc-watchdog)
+//     and take pause frames only from their switch (perf/bfc).
 //
 // # Config (per port, under mechanisms: bfc:)
 //

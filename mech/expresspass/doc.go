@@ -62,6 +62,23 @@
 // There is no per-flow state in the switch and nothing to reclaim; there is
 // no pause, so no deadlock.
 //
+// # Hosts' reach
+//
+//   - Hosts send credits (receivers do): a host may send credits toward
+//     anyone, and those of the credit class ride the credit lane of every
+//     port they cross. It can take credit-lane room from other flows'
+//     credits on its paths (credits_dropped_total; their receivers read the
+//     loss as congestion), never more than the lane's share of a link
+//     (84/1622); credits of another class are data
+//     (credits_refused_total{why="not_credit_class"}).
+//   - A credit makes a sender send only if it comes from that flow's
+//     receiver (the flow's 5-tuple reversed; gsperf's sender socket is
+//     connected), an address the source guard leaves to the receiver.
+//   - Data that ignores credits shares the data queues as any traffic
+//     without congestion control does (data_dropped_total).
+//   - The switch keeps no per-flow state (nothing to fill or aim at), no
+//     pause, and no ExpressPass frame carries a duration.
+//
 // # Config (per port, under mechanisms: expresspass:)
 //
 //	credit_dscp: 10     # the credit class (one value per switch)

@@ -19,6 +19,27 @@
 //     flows go first without any host support (section 6, "pFabric with
 //     unmodified hosts" discusses the trade-off).
 //
+// # Hosts' reach
+//
+//   - rank: gsperf trusts hosts, as the paper does: a host writes any
+//     priority in its gsperf header, and the best ranks leave first and,
+//     when the buffer is full, push the others' packets out
+//     (gswitch_drops_total{reason="evicted"}). Traffic without a gsperf
+//     header ranks 0, the best, too. The port's
+//     gswitch_pfabric_ranked_bytes_total{source="gsperf"|"unmarked"} shows
+//     how much traffic took a host's word, or carried none. On ports whose hosts are not trusted, use
+//     rank: las.
+//   - rank: las estimates attained service in the switch. A host resets
+//     its own by opening new flows (a new 5-tuple starts at 0), as the
+//     paper discusses; it cannot push another host's flow down: the
+//     sketch is keyed (package internal/keyhash) and mixes in the source
+//     address.
+//   - The pfabric scheduler's flow table is keyed too: no host can make its
+//     probe chains long.
+//   - pFabric has one queue. On prio and drr ports the DSCP picks the queue
+//     (classify: dscp, the default), so a host picks its own, the highest
+//     priority included.
+//
 // The config requires `scheduler: pfabric` on the port. Its default buffer
 // is two bandwidth-delay products (the port's rtt key).
 package pfabric

@@ -100,3 +100,26 @@ func TestGsperfRankReadsOnlyWithinTheFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestRankedBytes: the port counts the bytes it ranked by the rank's
+// source: what a host wrote in a gsperf header, and what carried none
+// (rank 0, the best: traffic that is not gsperf's takes it by default).
+func TestRankedBytes(t *testing.T) {
+	h := harness(t, pfabric.RankGsperf)
+	g := gsperfUDP(1, 1000, 100)
+	u := pkttest.UDP4(pkttest.MAC(2), pkttest.MAC(1), ip1, ip2, 9, 53, make([]byte, 300))
+	h.Links[0].Inject(g)
+	h.Links[0].Inject(u)
+	h.Links[0].Inject(u)
+	h.Settle()
+	inst := h.SW.Mechanisms()["pfabric"].(*pfabric.PFabric)
+	if gs, un, las := inst.Ranked(1); gs != uint64(len(g)) || un != 2*uint64(len(u)) || las != 0 {
+		t.Fatalf("ranked bytes: gsperf %d, unmarked %d, las %d; want %d, %d, 0", gs, un, las, len(g), 2*len(u))
+	}
+	l := harness(t, pfabric.RankLAS)
+	l.Links[0].Inject(u)
+	l.Settle()
+	if gs, un, las := l.SW.Mechanisms()["pfabric"].(*pfabric.PFabric).Ranked(1); gs != 0 || un != 0 || las != uint64(len(u)) {
+		t.Fatalf("las ranked bytes: %d %d %d", gs, un, las)
+	}
+}

@@ -1,6 +1,10 @@
 package sfc
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/gswitch/gswitch/internal/keyhash"
+)
 
 // bloom is the BTS suppression filter of one egress port: one filter of m
 // bits per queue, k hashes, reset every period (Algorithm 1 line 13; the
@@ -15,12 +19,18 @@ import "sync/atomic"
 // hash, so two flows that collide in one period are unlikely to collide in
 // the next (a false positive does not repeat).
 //
+// The flow enters keyed (keyhash.Key.Flow: the 5-tuple hash and the
+// source address under the filter's secret key), so a host cannot compute
+// flows of its own whose bits cover another host's flow's bits in a period
+// and so have that flow's BTS suppressed as already sent.
+//
 // Owned by the port's egress worker, except the published counts.
 type bloom struct {
 	words  []bword // queue q's filter is words[q*nw : (q+1)*nw]
 	nw     uint64  // words per queue (a power of two)
 	k      int
 	period int64
+	key    keyhash.Key // the flows' hash key (drawn by newBloom)
 
 	epoch uint64 // of the last insertion
 	flows int64  // flows inserted in that epoch (all queues)
@@ -37,7 +47,7 @@ type bword struct {
 
 func newBloom(queues, bits, k int, period int64) *bloom {
 	nw := uint64(bits / 64)
-	return &bloom{words: make([]bword, uint64(queues)*nw), nw: nw, k: k, period: period}
+	return &bloom{words: make([]bword, uint64(queues)*nw), nw: nw, k: k, period: period, key: keyhash.New()}
 }
 
 // epochAt is the filter's epoch at now (from 1).
@@ -53,16 +63,17 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// testAndSet reports whether flow (a 5-tuple hash) was already in queue q's
-// filter this period, and puts it in. q must be below the port's queues.
-func (b *bloom) testAndSet(q int, flow uint32, now int64) (seen bool) {
+// testAndSet reports whether flow was already in queue q's filter this
+// period, and puts it in. flow is the flow's hash under the filter's key
+// (b.key.Flow of the packet). q must be below the port's queues.
+func (b *bloom) testAndSet(q int, flow uint64, now int64) (seen bool) {
 	ep := b.epochAt(now)
 	if ep != b.epoch {
 		b.epoch, b.flows = ep, 0
 		b.flowsPub.Store(0)
 		b.epochPub.Store(ep)
 	}
-	h1 := mix64(uint64(flow) ^ ep*0x9e3779b97f4a7c15)
+	h1 := mix64(flow ^ ep*0x9e3779b97f4a7c15)
 	h2 := mix64(h1^0x632be59bd9b4e019) | 1 // double hashing (Kirsch-Mitzenmacher): h1 + i*h2
 	m := b.nw*64 - 1
 	ws := b.words[uint64(q)*b.nw : uint64(q+1)*b.nw]

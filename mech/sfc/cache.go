@@ -3,6 +3,8 @@ package sfc
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/gswitch/gswitch/internal/keyhash"
 )
 
 // cacheWays is the number of slots of a bucket: a key lives in one of the
@@ -35,9 +37,17 @@ const cacheWays = 4
 // Two workers inserting one absent key at the same instant may both insert
 // it, into two ways; lookups take the latest end of every way holding the
 // key, so the answer is right, and the spare copy expires.
+//
+// The bucket of a key is chosen by a keyed hash (package keyhash, a secret
+// key per cache): the keys are addresses hosts choose to send to, and with
+// an unkeyed hash a host could compute addresses that share a bucket with
+// a chosen destination's and, by getting pauses for them cached, evict
+// that destination's entry. The eviction rule itself (the entry that ends
+// first) stays: which entries a bucket holds is not a host's to aim.
 type cache struct {
 	slots []cslot
 	mask  uint64 // buckets - 1
+	key   keyhash.Key
 
 	updates, inserts, evictions, contended atomic.Uint64
 }
@@ -50,7 +60,7 @@ type cslot struct {
 
 func newCache(entries int) *cache {
 	n := max(entries, cacheWays)
-	return &cache{slots: make([]cslot, n), mask: uint64(n/cacheWays) - 1}
+	return &cache{slots: make([]cslot, n), mask: uint64(n/cacheWays) - 1, key: keyhash.New()}
 }
 
 // cacheKey is the key of (ip, dscp); never 0.
@@ -58,8 +68,11 @@ func cacheKey(ip [4]byte, dscp uint8) uint64 {
 	return 1<<63 | uint64(ip[0])<<32 | uint64(ip[1])<<24 | uint64(ip[2])<<16 | uint64(ip[3])<<8 | uint64(dscp&63)
 }
 
+// bucketOf is the index of key's bucket.
+func (c *cache) bucketOf(key uint64) uint64 { return c.key.Sum(key) & c.mask }
+
 func (c *cache) bucket(key uint64) []cslot {
-	b := mix64(key) & c.mask
+	b := c.bucketOf(key)
 	return c.slots[b*cacheWays : b*cacheWays+cacheWays : b*cacheWays+cacheWays]
 }
 

@@ -63,7 +63,7 @@ func TestCacheIsBounded(t *testing.T) {
 	for i := 0; i < 64; i++ {
 		k := cacheKey(ipOf(5000+i), 0)
 		c.update(k, 3e6, 2e6)
-		if per[mix64(k)&c.mask]++; per[mix64(k)&c.mask] > cacheWays {
+		if per[c.bucketOf(k)]++; per[c.bucketOf(k)] > cacheWays {
 			want++
 		}
 	}
@@ -146,7 +146,7 @@ func TestBloomPeriod(t *testing.T) {
 	// 100 flows in a 4096-bit filter: few false positives.
 	fp := 0
 	for f := uint32(0); f < 100; f++ {
-		if b.testAndSet(1, f*2654435761, 5000) {
+		if b.testAndSet(1, uint64(f*2654435761), 5000) {
 			fp++
 		}
 	}

@@ -2,6 +2,7 @@ package sfc
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"time"
 
@@ -53,6 +54,7 @@ func ParseMode(s string) (Mode, error) {
 // testbed).
 const (
 	DefaultRTT          = 450 * time.Microsecond
+	DefaultMaxPauseRTTs = 256 // max_pause 0 = this many rtt
 	DefaultBloomBits    = 4096
 	DefaultBloomHashes  = 3
 	DefaultCacheEntries = 32768
@@ -88,7 +90,29 @@ type Config struct {
 	EstimatorDsts []string `yaml:"estimator_destinations"`
 	// EstimatorRate is the rate of the destinations' links (0: this port's rate).
 	EstimatorRate units.Rate `yaml:"estimator_rate"`
+	// MaxPause is the longest pause the port puts in a BTS it sends, and
+	// the longest a BTS arriving on the port may set in the switch's
+	// pause cache (0: DefaultMaxPauseRTTs x rtt; see MaxPauseFor).
+	MaxPause units.Duration `yaml:"max_pause"`
 }
+
+// MaxPauseFor is the default max_pause for a feedback loop of rtt: 256
+// rtt. The longest pause SFC itself asks for is the drain time of the
+// queue an incast builds before its senders are paused, N x T_F for N
+// senders that each send one feedback loop's worth (seed 003, section
+// 5.2's testbed: the queue is "exactly feedback_loop_delay x
+// number_of_hosts x" the rate; Appendix C, B_incast = N R T_F); the paper
+// evaluates incasts of up to 256 senders (Fig. 13), so 256 rtt cuts no
+// pause of its evaluation. A pause cut short costs little: the sender
+// resumes, its next packet finds the queue still above q_th and brings a
+// fresh BTS (the Bloom filter resets every rtt/2, "keeping their pause
+// times up to date", section 3.2), so each cut sender adds about one
+// window per max_pause. A pause of "a few rtt" would cut the pauses of
+// every incast of more than a few senders.
+func MaxPauseFor(rtt time.Duration) time.Duration { return DefaultMaxPauseRTTs * rtt }
+
+// maxPauseLimit is the longest pause a BTS can carry: 2^32 - 1 us.
+const maxPauseLimit = time.Duration(math.MaxUint32) * time.Microsecond
 
 // NewConfig returns a config with the defaults.
 func NewConfig() *Config {
@@ -115,6 +139,7 @@ type params struct {
 	estimator  bool
 	estDsts    []netip.Addr
 	estRate    uint64
+	maxPause   int64 // ns
 }
 
 // bdp is the bytes a link of rateBits carries in rtt ns.
@@ -148,6 +173,14 @@ func (c *Config) resolve(rateBits uint64) (params, error) {
 		if r.qtg >= r.qth {
 			return r, fmt.Errorf("q_tg: %d B is not below q_th (%d B): the pause drains the queue to q_tg, and only a queue above q_th triggers one", r.qtg, r.qth)
 		}
+	}
+	r.maxPause = int64(c.MaxPause)
+	if r.maxPause == 0 {
+		r.maxPause = int64(MaxPauseFor(time.Duration(r.rtt)))
+	}
+	if r.maxPause < int64(time.Microsecond) || r.maxPause > int64(maxPauseLimit) {
+		return r, fmt.Errorf("max_pause: %v out of range (1us to %v, the longest pause a BTS carries; default %d x rtt)",
+			time.Duration(c.MaxPause), maxPauseLimit, DefaultMaxPauseRTTs)
 	}
 	r.bloomReset = int64(c.BloomReset)
 	if r.bloomReset == 0 {

@@ -91,10 +91,40 @@
 //     (estimator.go), tau = rtt, decay 7/8 every tau/8; local_estimate =
 //     max(0, bytes - tau*R - Q_Tg)/R with R = estimator_rate and Q_Tg one BDP
 //     at R.
+//   - A pause is never longer than max_pause (default 256 rtt, see
+//     MaxPauseFor for why not "a few rtt"): the congested port cuts the
+//     pause it sends to its own, and a fabric port cuts what a BTS
+//     arriving on it may set in the cache to its own (both counted,
+//     gswitch_sfc_pause_capped_total). The BTS itself is forwarded as it
+//     came; the sender's gsperf cuts it again (-max-pause).
 //   - Only IPv4 TCP and UDP packets get a BTS: the frame format quotes an
 //     IPv4 header, and the sender finds the flow to pause by the ports of
 //     the quoted L4 header (ICMP, other protocols and non-first fragments
 //     name no flow). Control messages of ours never do.
+//
+// # Hosts' reach
+//
+// What a host can and cannot do through SFC:
+//
+//   - It cannot send a BTS: from a host port a BTS is forged and dropped
+//     (gswitch_control_forged_total{kind="sfc_bts"}).
+//   - The switches send BTS about its own packets to their source address,
+//     which the source guard holds to the host's own: it can have itself
+//     paused, not another host (the guard counts the spoofed frames).
+//   - By congesting a destination's port it has the switches pause the
+//     other senders toward that destination, from the queue and, near
+//     them, from the cache: that is SFC (every sender into a congested
+//     receiver is paused), each time for at most max_pause
+//     (pause_capped_total).
+//   - It cannot aim at another flow's Bloom bits (to have its BTS
+//     suppressed) or at another destination's cache bucket (to evict it):
+//     the filter and the cache are keyed (package internal/keyhash; the
+//     filter mixes in the flow's source address). Many flows or
+//     destinations crowd them at random (bloom_flows,
+//     cache_evictions_total), as heavy honest traffic does.
+//   - The DSCP is part of the cache's key: a host that marks another DSCP
+//     than the BTS's quote is not answered from the cache (the congested
+//     switch's own BTS still reach it).
 //
 // # Config (per port, under mechanisms: sfc:)
 //
@@ -110,6 +140,7 @@
 //	estimator: false           # the incast estimator (mode ingress or ingress_cache)
 //	estimator_destinations: [] # IPv4 addresses it keeps an entry for
 //	estimator_rate: 0          # the destinations' link rate; 0 = the port's
+//	max_pause: 0               # longest pause in the port's BTS and cached from a BTS arriving on it; 0 = 256 x rtt
 //
 // Enable it on every port of a switch: the congested port triggers, the
 // uplinks of a ToR answer from the cache, the host ports put BTS frames on
@@ -130,6 +161,8 @@
 //	gswitch_sfc_queue_peak_bytes{port}, gswitch_sfc_queue_depth_bytes{port} (histogram, per arrival)
 //	gswitch_sfc_estimator_bytes{port,destination}
 //	gswitch_sfc_port_info{port,mode,q_th_bytes,q_tg_bytes}
+//	gswitch_sfc_pause_capped_total{port,direction}  direction: sent, received (cut to max_pause)
+//	gswitch_sfc_max_pause_seconds{port}
 //
 // Forged BTS (from host ports) are counted by the switch:
 // gswitch_control_forged_total{port,kind="sfc_bts"}.

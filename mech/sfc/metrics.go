@@ -29,8 +29,10 @@ var (
 	dContended  = desc("cache_contended_total", "Cache updates given up because another worker was writing the slot.")
 	dInserts    = desc("cache_inserts_total", "Cache entries created.")
 	dEstimate   = desc("estimator_bytes", "The incast estimator's bytes toward the destination in the last rtt (DRE), as of the last packet.", "port", "destination")
+	dCapped     = desc("pause_capped_total", "Pauses cut to the port's max_pause: sent (a BTS the port's stage built would have carried more) or received (a BTS that arrived on the port carried more: its cache entry, if any, holds max_pause).", "port", "direction")
+	dMaxPause   = desc("max_pause_seconds", "The port's max_pause: the longest pause its BTS carry and its BTS may set in the cache.", "port")
 	allDescs    = []*prometheus.Desc{dSent, dSuppressed, dFailed, dCacheHits, dRx, dUpdates, dLaned, dBloom, dBloomMax, dPeak, dDepth,
-		dConf, dEntries, dCapacity, dEvictions, dContended, dInserts, dEstimate}
+		dConf, dEntries, dCapacity, dEvictions, dContended, dInserts, dEstimate, dCapped, dMaxPause}
 )
 
 // Describe implements prometheus.Collector.
@@ -75,6 +77,9 @@ func (s *SFC) Collect(ch chan<- prometheus.Metric) {
 		n += p.hist[len(histBounds)].Load()
 		ch <- prometheus.MustNewConstHistogram(dDepth, n, float64(p.histSum.Load()), buckets, p.name)
 		gauge(dConf, 1, p.name, p.mode.String(), strconv.FormatUint(p.qth, 10), strconv.FormatUint(p.qtg, 10))
+		counter(dCapped, p.cappedSent.Load(), p.name, "sent")
+		counter(dCapped, p.cappedRx.Load(), p.name, "received")
+		gauge(dMaxPause, float64(p.maxPause)/1e9, p.name)
 		if p.est != nil {
 			for _, d := range p.est.dsts {
 				gauge(dEstimate, float64(d.pub.Load()), p.name, d.ip.String())
@@ -106,6 +111,15 @@ func (s *SFC) Suppressed(i int) uint64 {
 		return p.suppressed.Load()
 	}
 	return 0
+}
+
+// Capped is the number of pauses port i cut to its max_pause: in BTS it
+// sent, and in BTS that arrived on it (any goroutine).
+func (s *SFC) Capped(i int) (sent, received uint64) {
+	if p := s.ports[i]; p != nil {
+		return p.cappedSent.Load(), p.cappedRx.Load()
+	}
+	return 0, 0
 }
 
 // CacheRemaining is how long the cache still pauses senders toward (ip,

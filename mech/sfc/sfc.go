@@ -60,6 +60,7 @@ type port struct {
 
 	sent                          [numSources]atomic.Uint64
 	suppressed, drained, failed   atomic.Uint64
+	cappedSent, cappedRx          atomic.Uint64
 	cacheHits                     atomic.Uint64
 	btsRx, cacheUpdates, btsLaned atomic.Uint64
 	peak                          atomic.Uint64
@@ -186,8 +187,8 @@ func flow(p *pkt.Packet) bool {
 //     11, packets of local senders in mode ingress_cache), or the estimator
 //     asks for a pause, and the Bloom filter has not seen its flow this
 //     period (line 13), a BTS goes back to its sender with the pause
-//     max(cache time, estimate, (qd - Q_Tg)/R) (lines 20-25). The packet
-//     itself always goes on.
+//     max(cache time, estimate, (qd - Q_Tg)/R) (lines 20-25), at most the
+//     port's max_pause. The packet itself always goes on.
 func (s *SFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 	i := v.Index()
 	pt := s.ports[i]
@@ -236,7 +237,7 @@ func (s *SFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 
 // signal suppresses or sends the BTS about p (egress worker of pt).
 func (s *SFC) signal(pt *port, p *pkt.Packet, q int, qd uint64, queueNs, cacheNs, estNs, now int64, w int) {
-	if pt.bloom.testAndSet(q, p.Hash, now) {
+	if pt.bloom.testAndSet(q, pt.bloom.key.Flow(s.mem, p), now) {
 		pt.suppressed.Add(1)
 		return
 	}
@@ -250,6 +251,10 @@ func (s *SFC) signal(pt *port, p *pkt.Packet, q int, qd uint64, queueNs, cacheNs
 	if pause <= 0 {
 		pt.drained.Add(1) // the queue fell to the target before the BTS was built
 		return
+	}
+	if pause > pt.maxPause {
+		pause = pt.maxPause // never more, whatever the queue, the cache or the estimator say
+		pt.cappedSent.Add(1)
 	}
 	var flags uint16
 	switch {
@@ -295,10 +300,11 @@ func (s *SFC) send(w int, p *pkt.Packet, dscp uint8, m *wire.BTS) bool {
 // each is checked (package wire: a BTS that does not parse is dropped as
 // bad_bts), counted, and, when it is cacheable and this switch caches,
 // recorded in the pause cache: cache[(src IP, DSCP of the quoted header)] =
-// max(old, now + pause) (lines 3-6; the BTS's source IP is the congested
-// receiver's). It is then forwarded toward its destination, the original
-// sender, like any packet; a BTS is never consumed by a switch (the sender
-// is the only one to act on it, and the ToR's cache only copies it).
+// max(old, now + min(pause, max_pause)) (lines 3-6; the BTS's source IP is
+// the congested receiver's; max_pause is the receiving port's). It is then
+// forwarded toward its destination, the original sender, like any packet;
+// a BTS is never consumed by a switch (the sender is the only one to act
+// on it, and the ToR's cache only copies it).
 func (s *SFC) Control(in int, b *mech.Batch) {
 	for k := range b.Pkts {
 		p := &b.Pkts[k]
@@ -320,10 +326,15 @@ func (s *SFC) Control(in int, b *mech.Batch) {
 			continue
 		}
 		pt.btsRx.Add(1)
+		pause := int64(m.Pause) * 1000
+		if pause > pt.maxPause {
+			pause = pt.maxPause // a neighbour's (or a forger's) hour is not cached
+			pt.cappedRx.Add(1)
+		}
 		if m.Flags&wire.BTSCacheable == 0 || !s.caching || pt.mode != ModeIngressCache {
 			continue
 		}
-		end := b.Now + int64(m.Pause)*1000
+		end := b.Now + pause
 		if s.cache.update(cacheKey(ip.Src, m.Quote[1]>>2), end, b.Now) {
 			pt.cacheUpdates.Add(1)
 		}

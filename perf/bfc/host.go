@@ -17,7 +17,27 @@
 // Each queue follows the newest frame about it (serial numbers, as the
 // switch does); a BITMAP sets every queue. If the switch refreshes no pause
 // for Watchdog (it sends a bitmap every period while anything is paused),
-// the host resumes everything and counts it.
+// the host resumes everything and counts it: no frame can hold a flow
+// longer than that unless the switch keeps saying so.
+//
+// # What it accepts
+//
+// Only the host's own switch may pause it, and only the ids it handed out.
+// A frame is taken if all of these hold; every other is refused and
+// counted (Stats):
+//
+//   - it was received, not sent, by this host (the socket also sees the
+//     host's own outgoing frames), on the interface the first accepted
+//     frame came in on (Foreign);
+//   - it is addressed to 01:80:C2:00:00:0E, the link-local group no bridge
+//     or gswitch forwards, so it comes from the device at the other end
+//     of the host's link (Foreign);
+//   - it comes from the switch's MAC: Config.Switch, else the host's
+//     default gateway's (Config.Gateway, the kernel's ARP entry, in an L3
+//     fabric), else the source of the first frame that parses (Foreign);
+//   - it parses as a PAUSE, RESUME or BITMAP (package wire) (Malformed);
+//   - a PAUSE or RESUME names an id this host hands out (0, every id, or
+//     1..Queues); a BITMAP's bits beyond Queues are ignored (BadQueue).
 //
 // The flows' windows are capped at one bandwidth-delay product (the
 // paper's NIC cap, App. A.8), so a host whose pauses are lost or late
@@ -62,6 +82,14 @@ type Config struct {
 	// no queue id in the header (so switches never pause it), nothing
 	// listened to; only the one-BDP window remains.
 	Deaf bool
+	// Switch is the MAC of the switch port the host's link ends on: frames
+	// from any other source are refused. Zero: Gateway's answer, else the
+	// source of the first frame that parses.
+	Switch [6]byte
+	// Gateway, if set, returns the MAC of the host's default gateway
+	// (GatewayMAC reads the kernel's tables), asked when the first frame
+	// arrives and Switch is zero.
+	Gateway func() ([6]byte, bool)
 }
 
 func (c *Config) defaults() error {
@@ -85,16 +113,21 @@ func (c *Config) defaults() error {
 
 // Stats counts what the host received and did.
 type Stats struct {
-	Pauses, Resumes, Bitmaps uint64 // frames received and applied or not
+	Pauses, Resumes, Bitmaps uint64 // frames from the switch received and applied or not
 	Stale, Malformed         uint64 // frames (or bitmaps' parts) older than the state, frames that do not parse
+	Foreign                  uint64 // refused: not from the switch at the end of the host's link (see the package doc)
+	BadQueue                 uint64 // refused: a PAUSE or RESUME of an id the host does not hand out, or a BITMAP with such bits
 	WatchdogResumes          uint64 // times the watchdog resumed everything
 	Held                     uint64 // segments a pause held back (counted each time a flow asked)
 	MostPaused               int    // the most queue ids paused at once
 }
 
+// Refused is the number of frames refused, for every reason.
+func (s Stats) Refused() uint64 { return s.Malformed + s.Foreign + s.BadQueue }
+
 func (s Stats) String() string {
-	return fmt.Sprintf("%d PAUSE, %d RESUME, %d BITMAP received (%d stale, %d malformed); %d watchdog resumes; %d times a segment was held; at most %d queues paused at once",
-		s.Pauses, s.Resumes, s.Bitmaps, s.Stale, s.Malformed, s.WatchdogResumes, s.Held, s.MostPaused)
+	return fmt.Sprintf("%d PAUSE, %d RESUME, %d BITMAP received (%d stale, %d malformed); refused: %d not from the switch, %d naming ids not ours; %d watchdog resumes; %d times a segment was held; at most %d queues paused at once",
+		s.Pauses, s.Resumes, s.Bitmaps, s.Stale, s.Malformed, s.Foreign, s.BadQueue, s.WatchdogResumes, s.Held, s.MostPaused)
 }
 
 // Host is a gsperf client's BFC state.
@@ -104,10 +137,13 @@ type Host struct {
 	lastRefresh atomic.Int64                       // unix ns of the last PAUSE or BITMAP applied
 
 	// Listener goroutine only.
-	qseq   [wire.MaxQueues]uint64 // 1<<32 | seq of the newest frame applied per queue; 0 none
-	sender uint32
-	npaus  int
-	armed  bool // the watchdog found no refresh at the last tick
+	qseq    [wire.MaxQueues]uint64 // 1<<32 | seq of the newest frame applied per queue; 0 none
+	sender  uint32
+	npaus   int
+	armed   bool    // the watchdog found no refresh at the last tick
+	swMAC   [6]byte // the switch's MAC, once known
+	swKnown bool
+	ifindex int // the interface of the first accepted frame (0: not yet, or unknown)
 
 	mu     sync.Mutex
 	free   []uint16                     // ids not in use, least recently released first
@@ -116,6 +152,7 @@ type Host struct {
 
 	stats struct {
 		pauses, resumes, bitmaps, stale, malformed, watchdog, held atomic.Uint64
+		foreign, badQueue                                          atomic.Uint64
 		most                                                       atomic.Int64
 	}
 	fd   int
@@ -128,7 +165,7 @@ func New(c Config) (*Host, error) {
 	if err := c.defaults(); err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: c, wakers: map[uint16]map[uint64]func(){}, fd: -1}
+	h := &Host{cfg: c, wakers: map[uint16]map[uint64]func(){}, fd: -1, swMAC: c.Switch, swKnown: c.Switch != [6]byte{}}
 	for q := 1; q <= c.Queues; q++ {
 		h.free = append(h.free, uint16(q))
 	}
@@ -144,8 +181,8 @@ func (h *Host) Paused(q uint16) bool {
 // Stats returns the counters (any goroutine).
 func (h *Host) Stats() Stats {
 	return Stats{Pauses: h.stats.pauses.Load(), Resumes: h.stats.resumes.Load(), Bitmaps: h.stats.bitmaps.Load(),
-		Stale: h.stats.stale.Load(), Malformed: h.stats.malformed.Load(), WatchdogResumes: h.stats.watchdog.Load(),
-		Held: h.stats.held.Load(), MostPaused: int(h.stats.most.Load())}
+		Stale: h.stats.stale.Load(), Malformed: h.stats.malformed.Load(), Foreign: h.stats.foreign.Load(), BadQueue: h.stats.badQueue.Load(),
+		WatchdogResumes: h.stats.watchdog.Load(), Held: h.stats.held.Load(), MostPaused: int(h.stats.most.Load())}
 }
 
 // acquire hands a flow a queue id: one no flow uses, the least recently
@@ -267,13 +304,45 @@ func (h *Host) newer(q int, seq uint32) bool {
 	return true
 }
 
-// Handle applies one received frame (the listener goroutine; tests call
-// it directly). now is the wall clock in ns.
-func (h *Host) Handle(frame []byte, now int64) {
+// Handle applies one frame received on the host's link (the listener
+// goroutine; tests call it directly), if it passes the rules of the
+// package doc. now is the wall clock in ns.
+func (h *Host) Handle(frame []byte, now int64) { h.handle(frame, 0, now) }
+
+// handle is Handle for a frame received on interface ifindex (0: not
+// known).
+func (h *Host) handle(frame []byte, ifindex int, now int64) {
+	if len(frame) < 14 {
+		h.stats.malformed.Add(1)
+		return
+	}
+	if [6]byte(frame[0:6]) != wire.LinkLocalDst ||
+		h.swKnown && ([6]byte(frame[6:12]) != h.swMAC || ifindex != 0 && h.ifindex != 0 && ifindex != h.ifindex) {
+		h.stats.foreign.Add(1)
+		return
+	}
 	m, err := wire.ParseBFCFrame(frame)
 	if err != nil {
 		h.stats.malformed.Add(1)
 		return
+	}
+	if !h.swKnown {
+		// The first frame that parses names the switch: the gateway's MAC
+		// if the kernel knows it, else this frame's source (a link-local
+		// frame comes from the other end of the link).
+		h.swMAC, h.swKnown = [6]byte(frame[6:12]), true
+		if h.cfg.Gateway != nil {
+			if gw, ok := h.cfg.Gateway(); ok {
+				h.swMAC = gw
+			}
+		}
+		if [6]byte(frame[6:12]) != h.swMAC {
+			h.stats.foreign.Add(1)
+			return
+		}
+	}
+	if h.ifindex == 0 {
+		h.ifindex = ifindex
 	}
 	if id := uint32(m.Switch)<<16 | uint32(m.Port); id != h.sender {
 		h.sender = id
@@ -284,9 +353,15 @@ func (h *Host) Handle(frame []byte, now int64) {
 		pause := m.Type == wire.TypeBFCPause
 		if pause {
 			h.stats.pauses.Add(1)
-			h.lastRefresh.Store(now)
 		} else {
 			h.stats.resumes.Add(1)
+		}
+		if int(m.Queue) > h.cfg.Queues {
+			h.stats.badQueue.Add(1) // an id this host never hands out
+			return
+		}
+		if pause {
+			h.lastRefresh.Store(now)
 		}
 		if !h.newer(int(m.Queue), m.Seq) {
 			h.stats.stale.Add(1)
@@ -297,7 +372,13 @@ func (h *Host) Handle(frame []byte, now int64) {
 		h.stats.bitmaps.Add(1)
 		h.lastRefresh.Store(now)
 		stale := false
-		for q := 0; q < wire.MaxQueues; q++ {
+		for q := h.cfg.Queues + 1; q < int(m.NQueues); q++ {
+			if wire.BitmapGet(m.Bitmap, q) {
+				h.stats.badQueue.Add(1) // ids this host never hands out: ignored, counted once per frame
+				break
+			}
+		}
+		for q := 0; q <= h.cfg.Queues; q++ {
 			on := wire.BitmapGet(m.Bitmap, q) // false beyond nqueues: the bitmap is authoritative
 			if !on && h.qseq[q] == 0 && h.paused[q/64].Load()&(1<<(q%64)) == 0 {
 				continue // never heard of, not paused: nothing to order
@@ -364,13 +445,27 @@ func (h *Host) listen() {
 	defer close(h.done)
 	buf := make([]byte, 2048)
 	for !h.stop.Load() {
-		n, _, err := unix.Recvfrom(h.fd, buf, 0)
+		n, from, err := unix.Recvfrom(h.fd, buf, 0)
 		now := time.Now().UnixNano()
 		if err == nil && n > 0 {
-			h.Handle(buf[:n], now)
+			if ifindex, ok := received(from); ok {
+				h.handle(buf[:n], ifindex, now)
+			} else {
+				h.stats.foreign.Add(1)
+			}
 		}
 		h.Tick(now)
 	}
+}
+
+// received reports the interface of a frame the socket read from, and
+// false for a frame this host sent (an AF_PACKET socket sees those too).
+func received(from unix.Sockaddr) (ifindex int, ok bool) {
+	ll, isLL := from.(*unix.SockaddrLinklayer)
+	if !isLL || ll.Pkttype == unix.PACKET_OUTGOING {
+		return 0, false
+	}
+	return ll.Ifindex, true
 }
 
 // Close stops the listener.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	sfcmech "github.com/gswitch/gswitch/mech/sfc"
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/sfc"
 	"github.com/gswitch/gswitch/perf/transport"
@@ -17,7 +18,14 @@ import (
 // Mbit/s; 100 ms in, a BTS naming it (by flow id and 5-tuple) asks for a
 // 200 ms pause. The flow's acknowledged bytes stand still for the pause
 // (no more than what was in flight), then the flow goes on and completes.
+// The BTS comes from the flow's destination address and port 19020, as a
+// switch sends it (the test is skipped if the port is taken).
 func TestFlowStopsForThePause(t *testing.T) {
+	bc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: wire.BTSPort})
+	if err != nil {
+		t.Skipf("port %d on 127.0.0.1 is taken: %v", wire.BTSPort, err)
+	}
+	defer bc.Close()
 	srvConn, err := udp.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +34,7 @@ func TestFlowStopsForThePause(t *testing.T) {
 	srv := udp.NewServer(udp.ServerConfig{})
 	go srv.Serve(srvConn, stop, nil, 0)
 	defer func() { close(stop); srvConn.Close() }()
-	l, err := sfc.Listen("127.0.0.1:0")
+	l, err := sfc.Listen("127.0.0.1:0", sfc.MaxPause(time.Second)) // the 200 ms pause is within it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +58,7 @@ func TestFlowStopsForThePause(t *testing.T) {
 		f := pkttest.UDP4([6]byte{}, [6]byte{}, [4]byte(la.IP.To4()), [4]byte(ra.IP.To4()), uint16(la.Port), uint16(ra.Port), payload)
 		b := make([]byte, 200)
 		n, _ := wire.PutBTS(b, wire.BTS{Flags: wire.BTSCacheable, Pause: 200000, Quote: f[14 : 14+20+8+16]})
-		c, err := net.DialUDP("udp4", nil, l.Addr())
-		if err == nil {
-			c.Write(b[:n])
-			c.Close()
-		}
+		bc.WriteToUDP(b[:n], l.Addr())
 	}()
 	recs, err := udp.Run(p)
 	if err != nil {
@@ -81,5 +85,13 @@ func TestFlowStopsForThePause(t *testing.T) {
 	// 1.5 MB at 40 Mbit/s takes 300 ms; with the pause at least 500 ms.
 	if r.FCTNs < 480e6 || longest < 17 || longest > 25 {
 		t.Fatalf("FCT %v, longest stall %d steps of 10 ms: the 200 ms pause did not hold the flow", time.Duration(r.FCTNs), longest)
+	}
+}
+
+// TestMaxPauseRuleIsTheSwitches: a host's default longest pause follows
+// the switches' rule (mech/sfc's max_pause: 256 rtt).
+func TestMaxPauseRuleIsTheSwitches(t *testing.T) {
+	if sfc.MaxPauseRTTs*time.Millisecond != sfcmech.MaxPauseFor(time.Millisecond) {
+		t.Fatalf("gsperf's default max pause is %d base RTTs, the switches' %v per ms of rtt", sfc.MaxPauseRTTs, sfcmech.MaxPauseFor(time.Millisecond))
 	}
 }

@@ -6,20 +6,39 @@
 // sends the sender an IPv4/UDP datagram to port 19020 (package wire: a GC
 // header of type SFC_BTS, the pause in microseconds, and a quote of the
 // original packet's headers). The listener reads it from an ordinary UDP
-// socket, finds the flow by the quoted gsperf flow id (checked against the
-// quoted 5-tuple) or, when the quote holds no flow id, by the 5-tuple, and
-// sets the flow's PauseGate to now + pause: the flow sends nothing more
-// until then. A newer BTS replaces the pause (section 3.3).
+// socket, finds the flow by the quoted 5-tuple (and checks the quoted
+// gsperf flow id, when there is one, against it), and sets the flow's
+// PauseGate to now + pause: the flow sends nothing more until then. A newer BTS replaces the pause (section 3.3).
 //
-// The pause is applied as it comes, on the host's clock. At a timescale K
-// (package perf/timescale) that is right as it is: the switch computes the
-// pause from its queue and its rates on this machine, which are the
-// fabric's divided by K, so the microseconds in the frame are already the
-// fabric's pause multiplied by K, wall time.
+// The pause is applied on the host's clock, at most MaxPause. At a
+// timescale K (package perf/timescale) the pause in the frame is right as
+// it is: the switch computes it from its queue and its rates on this
+// machine, which are the fabric's divided by K, so the microseconds in the
+// frame are already the fabric's pause multiplied by K, wall time (and
+// gsperf's -max-pause, in the fabric's time, is multiplied by K too).
 //
-// The listener trusts what reaches the port, as a host trusts its ToR (the
-// switches drop BTS frames sent by hosts); datagrams that do not parse or
-// name no flow of this host are counted and ignored. What it keeps is one
+// # What it accepts
+//
+// The listener takes a datagram as a BTS only if all of these hold, and
+// counts every one it refuses by why (Stats):
+//
+//   - it came from UDP port 19020 (wire.BTSPort): every switch sends BTS
+//     from that port, congested or answering from its cache (WrongPort);
+//   - it parses as a BTS (package wire's rules: GC header of type SFC_BTS,
+//     a well-formed quote) (Malformed);
+//   - the quote names, by its 5-tuple, a flow this host is sending now,
+//     and, when it carries a gsperf flow id, that flow's id (Unmatched);
+//   - it came from the address that flow sends to: a switch builds the
+//     BTS from the quoted packet's destination to its source (WrongSource).
+//
+// Its pause is then cut to MaxPause (Capped): no datagram can hold a flow
+// longer, whatever it says (the field holds up to 71 minutes).
+//
+// So a host that can send this host datagrams can pause only a flow whose
+// 5-tuple it knows, only by sending from that flow's destination address
+// (which the switch's source guard refuses to a host that does not own
+// it), and for at most MaxPause each time; the switches drop BTS frames
+// that hosts send, whole or in fragments. What the listener keeps is one
 // entry per running flow.
 package sfc
 
@@ -30,23 +49,39 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/wire"
 )
 
+// MaxPauseRTTs is how many base RTTs a host's longest pause is by
+// default: the switches' rule for their max_pause (mech/sfc.MaxPauseFor
+// says why 256).
+const MaxPauseRTTs = 256
+
+// DefaultMaxPause is a listener's MaxPause unless told otherwise:
+// MaxPauseRTTs of gsperf's default -base-rtt (200us).
+const DefaultMaxPause = MaxPauseRTTs * 200 * time.Microsecond
+
 // Stats are what a listener received.
 type Stats struct {
-	Received  uint64 // datagrams on the BTS port
-	Malformed uint64 // that did not parse as a BTS
-	Unmatched uint64 // BTS naming no flow of this host
-	Paused    uint64 // BTS applied to a flow
-	FromCache uint64 // of those, sent by a near-source cache
+	Received    uint64 // datagrams on the BTS port
+	WrongPort   uint64 // refused: not from UDP port 19020
+	Malformed   uint64 // refused: did not parse as a BTS
+	Unmatched   uint64 // refused: naming no flow this host is sending
+	WrongSource uint64 // refused: not from the address the named flow sends to
+	Paused      uint64 // BTS applied to a flow
+	FromCache   uint64 // of those, sent by a near-source cache
+	Capped      uint64 // of those, with a pause cut to MaxPause
 }
 
+// Refused is the number of datagrams refused, for every reason.
+func (s Stats) Refused() uint64 { return s.WrongPort + s.Malformed + s.Unmatched + s.WrongSource }
+
 func (s Stats) String() string {
-	return fmt.Sprintf("%d BTS received, %d applied (%d from a ToR's cache), %d naming no flow of ours, %d malformed",
-		s.Received, s.Paused, s.FromCache, s.Unmatched, s.Malformed)
+	return fmt.Sprintf("%d BTS received, %d applied (%d from a ToR's cache, %d cut to the longest pause); refused: %d naming no flow of ours, %d malformed, %d not from port %d, %d not from the flow's destination",
+		s.Received, s.Paused, s.FromCache, s.Capped, s.Unmatched, s.Malformed, s.WrongPort, wire.BTSPort, s.WrongSource)
 }
 
 type flow struct {
@@ -59,18 +94,36 @@ type flow struct {
 // Listener receives BTS frames for the flows of one host. Register and
 // the flow gates are safe for concurrent use.
 type Listener struct {
-	conn    *net.UDPConn
-	mu      sync.Mutex
-	byID    map[uint64]*flow
-	byTuple map[wire.FiveTuple]*flow
+	conn     *net.UDPConn
+	maxPause int64 // ns
+	mu       sync.Mutex
+	byTuple  map[wire.FiveTuple]*flow
 
-	received, malformed, unmatched, paused, fromCache atomic.Uint64
-	done                                              chan struct{}
+	received, wrongPort, malformed, unmatched, wrongSource atomic.Uint64
+	paused, fromCache, capped                              atomic.Uint64
+	done                                                   chan struct{}
+}
+
+// Option sets a listener's parameter.
+type Option func(*Listener)
+
+// MaxPause is the longest pause a BTS may put a flow under, on the
+// host's clock (default DefaultMaxPause; at least 1us).
+func MaxPause(d time.Duration) Option {
+	return func(l *Listener) { l.maxPause = max(int64(d), int64(time.Microsecond)) }
+}
+
+func newListener(opts ...Option) *Listener {
+	l := &Listener{maxPause: int64(DefaultMaxPause), byTuple: map[wire.FiveTuple]*flow{}, done: make(chan struct{})}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
 
 // Listen opens the BTS port on addr (e.g. ":19020" or "10.1.1.1:19020")
 // and starts receiving.
-func Listen(addr string) (*Listener, error) {
+func Listen(addr string, opts ...Option) (*Listener, error) {
 	ua, err := net.ResolveUDPAddr("udp4", addr)
 	if err != nil {
 		return nil, err
@@ -80,7 +133,8 @@ func Listen(addr string) (*Listener, error) {
 		return nil, fmt.Errorf("the BTS port %s: %w (another gsperf client in SFC mode in this host?)", addr, err)
 	}
 	conn.SetReadBuffer(4 << 20)
-	l := &Listener{conn: conn, byID: map[uint64]*flow{}, byTuple: map[wire.FiveTuple]*flow{}, done: make(chan struct{})}
+	l := newListener(opts...)
+	l.conn = conn
 	go l.run()
 	return l, nil
 }
@@ -97,8 +151,8 @@ func (l *Listener) Close() error {
 
 // Stats returns the counts so far.
 func (l *Listener) Stats() Stats {
-	return Stats{Received: l.received.Load(), Malformed: l.malformed.Load(), Unmatched: l.unmatched.Load(),
-		Paused: l.paused.Load(), FromCache: l.fromCache.Load()}
+	return Stats{Received: l.received.Load(), WrongPort: l.wrongPort.Load(), Malformed: l.malformed.Load(), Unmatched: l.unmatched.Load(),
+		WrongSource: l.wrongSource.Load(), Paused: l.paused.Load(), FromCache: l.fromCache.Load(), Capped: l.capped.Load()}
 }
 
 func tupleOf(local, remote *net.UDPAddr) (wire.FiveTuple, error) {
@@ -122,14 +176,10 @@ func (l *Listener) Register(id uint64, local, remote *net.UDPAddr, clock func() 
 	}
 	f := &flow{id: id, tuple: t, gate: &transport.PauseGate{}, clock: clock}
 	l.mu.Lock()
-	l.byID[id] = f
 	l.byTuple[t] = f
 	l.mu.Unlock()
 	return f.gate, func() {
 		l.mu.Lock()
-		if l.byID[id] == f {
-			delete(l.byID, id)
-		}
 		if l.byTuple[t] == f {
 			delete(l.byTuple, t)
 		}
@@ -141,40 +191,51 @@ func (l *Listener) run() {
 	defer close(l.done)
 	buf := make([]byte, 2048)
 	for {
-		n, err := l.conn.Read(buf)
+		n, from, err := l.conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		l.Handle(buf[:n])
+		l.Handle(buf[:n], from)
 	}
 }
 
-// Handle applies one BTS message (a UDP payload from the BTS port).
-func (l *Listener) Handle(msg []byte) {
+// Handle takes one datagram msg (a UDP payload) that arrived on the BTS
+// port from the address and port from, and pauses the flow it names if it
+// passes the rules of the package doc.
+func (l *Listener) Handle(msg []byte, from netip.AddrPort) {
 	l.received.Add(1)
+	if from.Port() != wire.BTSPort {
+		l.wrongPort.Add(1)
+		return
+	}
 	m, err := wire.ParseBTS(msg)
 	if err != nil {
 		l.malformed.Add(1)
 		return
 	}
-	l.mu.Lock()
 	var f *flow
-	if m.HasFlowID {
-		if g := l.byID[m.FlowID]; g != nil && (!m.HasPorts || g.tuple == m.Flow) {
-			f = g
-		}
-	} else if m.HasPorts {
+	if m.HasPorts {
+		l.mu.Lock()
 		f = l.byTuple[m.Flow]
+		l.mu.Unlock()
 	}
-	l.mu.Unlock()
-	if f == nil {
+	if f == nil || m.HasFlowID && m.FlowID != f.id {
 		l.unmatched.Add(1)
 		return
 	}
-	f.gate.PauseUntil(f.clock() + int64(m.Pause)*1000)
+	if from.Addr().Unmap() != netip.AddrFrom4(m.Flow.Dst) {
+		l.wrongSource.Add(1)
+		return
+	}
+	pause := int64(m.Pause) * 1000
+	if pause > l.maxPause {
+		pause = l.maxPause
+		l.capped.Add(1)
+	}
+	f.gate.PauseUntil(f.clock() + pause)
 	l.paused.Add(1)
 	if m.Flags&wire.BTSFromCache != 0 {
 		l.fromCache.Add(1)

@@ -2,6 +2,8 @@ package sfc
 
 import (
 	"net"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,10 +33,13 @@ func bts(t *testing.T, q []byte, pause uint32, flags uint16) []byte {
 	return b[:n]
 }
 
-// TestListenerPausesTheNamedFlow: BTS frames over a real UDP socket pause
-// the flow they name (by gsperf flow id and 5-tuple, or by 5-tuple alone),
-// the newest pause wins, and frames naming another flow, a wrong 5-tuple
-// or nothing at all are counted and change nothing.
+// peer is the address the tests' flow sends to: its BTS come from there.
+var peer = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, 2, 1}), wire.BTSPort)
+
+// TestListenerPausesTheNamedFlow: BTS frames pause the flow they name (by
+// gsperf flow id and 5-tuple, or by 5-tuple alone), the newest pause
+// wins, and frames naming another flow, a wrong 5-tuple or nothing at all
+// are counted and change nothing.
 func TestListenerPausesTheNamedFlow(t *testing.T) {
 	l, err := Listen("127.0.0.1:0")
 	if err != nil {
@@ -49,21 +54,12 @@ func TestListenerPausesTheNamedFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := net.DialUDP("udp4", nil, l.conn.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	src, dst := [4]byte{10, 1, 1, 1}, [4]byte{10, 1, 2, 1}
 	send := func(b []byte, want Stats) {
 		t.Helper()
-		s.Write(b)
-		deadline := time.Now().Add(2 * time.Second)
-		for l.Stats() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("stats %+v, want %+v", l.Stats(), want)
-			}
-			time.Sleep(time.Millisecond)
+		l.Handle(b, peer)
+		if l.Stats() != want {
+			t.Fatalf("stats %+v, want %+v", l.Stats(), want)
 		}
 	}
 	send(bts(t, quote(src, dst, 40000, 5500, 7, true), 500, wire.BTSCacheable), Stats{Received: 1, Paused: 1})
@@ -88,5 +84,81 @@ func TestListenerPausesTheNamedFlow(t *testing.T) {
 	send(bts(t, quote(src, dst, 40000, 5500, 7, true), 500, 0), Stats{Received: 7, Paused: 3, FromCache: 1, Unmatched: 3, Malformed: 1})
 	if _, err := Listen(l.conn.LocalAddr().String()); err == nil {
 		t.Fatal("a second listener on the port")
+	}
+}
+
+// TestListenerRefuses: what does not come from port 19020, or from the
+// named flow's destination, or names no flow by its 5-tuple, is refused
+// and counted by why; a pause longer than MaxPause is cut to it.
+func TestListenerRefuses(t *testing.T) {
+	l := newListener(MaxPause(3 * time.Millisecond))
+	var now int64 = 1000
+	g, _, err := l.Register(7, &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 40000}, &net.UDPAddr{IP: net.IPv4(10, 1, 2, 1), Port: 5500},
+		func() int64 { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := [4]byte{10, 1, 1, 1}, [4]byte{10, 1, 2, 1}
+	good := bts(t, quote(src, dst, 40000, 5500, 7, true), 500, 0)
+	other := netip.AddrFrom4([4]byte{10, 1, 9, 9})
+	l.Handle(good, netip.AddrPortFrom(peer.Addr(), 19021))          // another source port
+	l.Handle(good, netip.AddrPortFrom(other, wire.BTSPort))         // another host, even from port 19020
+	l.Handle(good, netip.AddrPortFrom(netip.AddrFrom4(src), 19020)) // the flow's own address
+	short := quote(src, dst, 40000, 5500, 7, true)[:20]             // an IPv4 header alone: no ports to find the flow by
+	short[9] = wire.ProtoUDP
+	l.Handle(bts(t, short, 500, 0), peer)
+	want := Stats{Received: 4, WrongPort: 1, WrongSource: 2, Unmatched: 1}
+	if st := l.Stats(); st != want || st.Refused() != 4 {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+	if ok, _ := g.Allow(now, 1); !ok {
+		t.Fatal("a refused BTS paused the flow")
+	}
+	l.Handle(bts(t, quote(src, dst, 40000, 5500, 7, true), 3600e6, 0), peer)
+	if _, wake := g.Allow(now, 1); wake != now+3e6 {
+		t.Fatalf("a pause of an hour holds the flow until %d, want %d (MaxPause)", wake, now+3e6)
+	}
+	if st := l.Stats(); st.Paused != 1 || st.Capped != 1 || !strings.Contains(st.String(), "1 cut to the longest pause") {
+		t.Fatalf("stats %v", st)
+	}
+}
+
+// btsSender is a socket on 127.0.0.1 port 19020, where switches send BTS
+// from; the test is skipped if something else holds the port.
+func btsSender(t *testing.T, to *net.UDPAddr) *net.UDPConn {
+	t.Helper()
+	c, err := net.DialUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: wire.BTSPort}, to)
+	if err != nil {
+		t.Skipf("port %d on 127.0.0.1 is taken: %v", wire.BTSPort, err)
+	}
+	return c
+}
+
+// TestListenerCapsAnHour: over a real socket, a BTS from the flow's
+// destination and port 19020 asking for a pause of an hour holds the flow
+// for DefaultMaxPause at most. Before the cap it held it for the hour.
+func TestListenerCapsAnHour(t *testing.T) {
+	l, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var now int64 = 1000
+	g, _, err := l.Register(7, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5500},
+		func() int64 { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := btsSender(t, l.conn.LocalAddr().(*net.UDPAddr))
+	defer s.Close()
+	lo := [4]byte{127, 0, 0, 1}
+	s.Write(bts(t, quote(lo, lo, 40000, 5500, 7, true), 3600e6, wire.BTSCacheable))
+	for deadline := time.Now().Add(2 * time.Second); l.Stats().Paused == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the BTS was not applied: %+v", l.Stats())
+		}
+	}
+	if _, wake := g.Allow(now, 1); wake-now > int64(256*200*time.Microsecond) {
+		t.Fatalf("a BTS of an hour holds the flow for %v", time.Duration(wake-now))
 	}
 }

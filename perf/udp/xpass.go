@@ -115,11 +115,19 @@ func (s *xpSocket) wait(d time.Duration) {
 }
 
 // XPassStats are what an ExpressPass server counted.
+//
+// A server takes, of the GC messages, XP_REQUEST from anyone (a request
+// starts a flow, keyed by its sender's address and port and the flow id;
+// credits go back to that address, at most MaxFlows flows at once, each
+// stopped when its data stops coming) and XP_STOP from the sender of the
+// flow it names; every other GC message is refused and counted.
 type XPassStats struct {
 	Host                 xpass.HostStats
 	AcksSent, AcksThin   uint64 // acks sent, and left out (in-order progress between every AckEvery-th)
 	SendErrors           uint64 // datagrams the socket refused (its buffer full)
-	Requests, Stops, Bad uint64 // GC messages received: XP_REQUEST, XP_STOP, other or malformed
+	Requests, Stops, Bad uint64 // GC messages received: XP_REQUEST, XP_STOP, malformed (or a request for 0 bytes)
+	WrongKind            uint64 // refused: GC messages of other kinds (credits, BTS, ...: a server is sent none)
+	Unmatched            uint64 // refused: XP_STOP naming no flow of its sender
 }
 
 func (s XPassStats) String() string { return s.Format(timescale.Scale{}) }
@@ -127,8 +135,8 @@ func (s XPassStats) String() string { return s.Format(timescale.Scale{}) }
 // Format is String for a server run at timescale sc: the credit rate on
 // both clocks (xpass.HostStats.Format).
 func (s XPassStats) Format(sc timescale.Scale) string {
-	return fmt.Sprintf("%s; acks %d sent, %d thinned; %d send errors; %d requests, %d stops, %d bad GC messages",
-		s.Host.Format(sc), s.AcksSent, s.AcksThin, s.SendErrors, s.Requests, s.Stops, s.Bad)
+	return fmt.Sprintf("%s; acks %d sent, %d thinned; %d send errors; %d requests, %d stops, %d bad GC messages; refused: %d GC messages of other kinds, %d stops naming no flow of their sender",
+		s.Host.Format(sc), s.AcksSent, s.AcksThin, s.SendErrors, s.Requests, s.Stops, s.Bad, s.WrongKind, s.Unmatched)
 }
 
 // ServeXPass is Serve for -mode xpass: it receives flows as Serve does,
@@ -258,14 +266,15 @@ func (x *xpHandler) handle(b []byte, from netip.AddrPort, now int64) {
 				x.st.Bad++
 			}
 		case h.Type == wire.TypeXPStop:
-			if s, err := wire.ParseXPStop(b); err == nil {
-				x.st.Stops++
-				x.host.Stop(xpass.Key{From: from, Flow: s.FlowID}, now)
-			} else {
+			if s, err := wire.ParseXPStop(b); err != nil {
 				x.st.Bad++
+			} else if x.host.Stop(xpass.Key{From: from, Flow: s.FlowID}, now) {
+				x.st.Stops++
+			} else {
+				x.st.Unmatched++
 			}
 		default:
-			x.st.Bad++
+			x.st.WrongKind++
 		}
 		return
 	}
@@ -293,7 +302,10 @@ func (x *xpHandler) handle(b []byte, from netip.AddrPort, now int64) {
 
 // runXPFlow runs one flow in -mode xpass: XP_REQUEST, then one segment per
 // credit that arrives, until every byte is acknowledged and the credits
-// are stopped, or the plan's timeout.
+// are stopped, or the plan's timeout. Its socket is connected to the
+// receiver, so the kernel gives it datagrams from the receiver's address
+// and port only; of the GC messages it takes credits and counts the rest
+// as refused (the flow record's mechanism counter "refused").
 func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 	raddr, err := net.ResolveUDPAddr("udp4", r.Dst)
 	if err != nil {
@@ -335,6 +347,7 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 	}
 	const maxOwed = 64
 	var owed [maxOwed]wire.Credit
+	var refused uint64 // GC messages that are not credits (the socket is connected: all from the server)
 	oh, on := 0, 0
 	spend := func(now int64) int64 {
 		for on > 0 {
@@ -355,7 +368,9 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 			b := buf[:n]
 			now := clock()
 			if xpass.IsCredit(b) {
-				if c, err := wire.ParseCredit(b); err == nil {
+				if c, ok := creditOf(b); !ok {
+					refused++
+				} else {
 					if pacer == nil {
 						s.OnCredit(c, now, out)
 					} else if on < maxOwed {
@@ -411,7 +426,8 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 	if step > 0 {
 		r.Timeline = append(r.Timeline, s.Acked())
 	}
-	r.Mech = map[string]uint64{"credits": s.Credits, "wasted": s.Wasted, "requests": s.Requests, "stops": s.Stops, "segments": s.Sent}
+	r.Mech = map[string]uint64{"credits": s.Credits, "wasted": s.Wasted, "requests": s.Requests, "stops": s.Stops, "segments": s.Sent,
+		"refused": refused}
 	if s.FirstCredit != 0 {
 		r.Mech["first_credit_ns"] = uint64(s.FirstCredit - s.Start)
 	}
@@ -419,6 +435,14 @@ func runXPFlow(r *results.Flow, p Plan, runStart time.Time) {
 		r.Complete = true
 		r.FCTNs = s.End - s.Start
 	}
+}
+
+// creditOf is what an xpass sender takes of a GC message from its
+// receiver: a credit, and nothing else (requests and stops go the other
+// way; other kinds are not the receiver's to send).
+func creditOf(b []byte) (wire.Credit, bool) {
+	c, err := wire.ParseCredit(b)
+	return c, err == nil
 }
 
 func minNonZero(a, b int64) int64 {

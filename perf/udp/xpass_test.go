@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"strconv"
 	"testing"
@@ -124,6 +125,78 @@ func FuzzXPassServer(f *testing.F) {
 		}
 		if hs := host.Stats(); hs.Remember > 8 {
 			t.Fatalf("%d flows kept, cap 8", hs.Remember)
+		}
+	})
+}
+
+// TestXPassServerRefuses: a stop from anyone but the flow's sender stops
+// nothing and is counted; GC messages a server is never sent are counted;
+// the sender's own stop stops its flow, and a repeated one is no refusal.
+func TestXPassServerRefuses(t *testing.T) {
+	srv := NewServer(ServerConfig{MaxFlows: 8})
+	host, _ := xpass.NewHost(xpass.DefaultParams(1e9), 1, 1)
+	st := &XPassStats{}
+	x := &xpHandler{host: host, srv: srv, st: st, ackEvery: 4, sendAck: func([]byte, netip.AddrPort) bool { return true }}
+	p, q := netip.MustParseAddrPort("10.0.0.1:4000"), netip.MustParseAddrPort("10.0.0.9:4000")
+	var req, stop, credit [64]byte
+	nr, _ := wire.PutXPRequest(req[:], wire.XPRequest{FlowID: 7, Size: 1 << 20})
+	ns, _ := wire.PutXPStop(stop[:], wire.XPStop{FlowID: 7})
+	nc, _ := wire.PutCredit(credit[:], wire.Credit{Seq: 1})
+	x.handle(req[:nr], p, 1)
+	x.handle(stop[:ns], q, 2)                                        // another host names p's flow
+	x.handle(stop[:ns], netip.AddrPortFrom(p.Addr(), p.Port()+1), 3) // p's address, another port: another sender
+	x.handle(credit[:nc], p, 4)                                      // a credit: receivers send them, not senders
+	if f := host.Flow(xpass.Key{From: p, Flow: 7}); f == nil || !f.Sending() {
+		t.Fatal("a stop from another sender stopped the flow")
+	}
+	x.handle(stop[:ns], p, 5)
+	x.handle(stop[:ns], p, 6)
+	if f := host.Flow(xpass.Key{From: p, Flow: 7}); f.Sending() {
+		t.Fatal("the sender's stop did not stop its flow")
+	}
+	want := XPassStats{Requests: 1, Stops: 2, Unmatched: 2, WrongKind: 1}
+	if got := *st; got != want {
+		t.Fatalf("stats %+v, want %+v", got, want)
+	}
+}
+
+// FuzzXPassPeers: a flow of one sender, then any datagrams from other
+// senders: the flow is never stopped by them, and every GC message is
+// counted once, as taken or refused.
+func FuzzXPassPeers(f *testing.F) {
+	var stop, credit [64]byte
+	ns, _ := wire.PutXPStop(stop[:], wire.XPStop{FlowID: 7})
+	nc, _ := wire.PutCredit(credit[:], wire.Credit{Seq: 1})
+	f.Add(stop[:ns], uint8(9), uint16(4000))
+	f.Add(credit[:nc], uint8(1), uint16(4001))
+	f.Add([]byte("GC\x01\x21"), uint8(1), uint16(4000))
+	f.Add(segment(7, 0, 1<<20, 1000), uint8(1), uint16(4001))
+	f.Fuzz(func(t *testing.T, b []byte, host8 uint8, port uint16) {
+		srv := NewServer(ServerConfig{MaxFlows: 8})
+		h, _ := xpass.NewHost(xpass.DefaultParams(1e9), 1, 1)
+		st := &XPassStats{}
+		x := &xpHandler{host: h, srv: srv, st: st, ackEvery: 4, sendAck: func([]byte, netip.AddrPort) bool { return true }}
+		p := netip.MustParseAddrPort("10.0.0.1:4000")
+		var req [64]byte
+		nr, _ := wire.PutXPRequest(req[:], wire.XPRequest{FlowID: 7, Size: 1 << 20})
+		x.handle(req[:nr], p, 1)
+		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, host8}), port)
+		if from == p {
+			return
+		}
+		before := *st
+		x.handle(b, from, 2)
+		if fl := h.Flow(xpass.Key{From: p, Flow: 7}); fl == nil || !fl.Sending() {
+			t.Fatalf("a datagram from %v stopped %v's flow: % x", from, p, b)
+		}
+		gc := st.Requests + st.Stops + st.Bad + st.WrongKind + st.Unmatched - (before.Requests + before.Stops + before.Bad + before.WrongKind + before.Unmatched)
+		if want := map[bool]uint64{true: 1, false: 0}[xpass.IsCredit(b)]; gc != want {
+			t.Fatalf("a datagram counted %d times as a GC message, want %d: % x", gc, want, b)
+		}
+		if c, ok := creditOf(b); ok {
+			if _, err := wire.ParseCredit(b); err != nil || c.Seq != binary.BigEndian.Uint32(b[wire.HeaderLen:]) {
+				t.Fatalf("creditOf took what is not a credit: % x", b)
+			}
 		}
 	})
 }

@@ -31,6 +31,18 @@
 // progress only every few segments), the sender retransmits what a later
 // segment's ack or a timeout shows lost, on later credits.
 //
+// What each side takes from the network: a receiver (Host) keys every
+// flow by its sender's address and port and the flow id, so an XP_STOP
+// stops only a flow of its own sender (Stop reports a stop that names
+// none, which gsperf counts), data echoes count only for the flow they
+// come from (an echo of a credit never sent is counted, Flow.Invalid), and
+// a request from anyone starts a flow whose credits go back to the
+// requester, MaxFlows at most, each stopped IdleStop (or 50 RTTs) after
+// its data stopped coming; an RTT sample above 10 s is not taken. A sender
+// (Sender, over a socket connected to its receiver) is given datagrams of
+// that receiver only and takes credits alone (perf/udp counts the rest).
+// No ExpressPass message carries a duration.
+//
 // The types here are driven with the time and the packets that arrive, so
 // they run over UDP sockets (perf/udp) and on a fake clock in tests. Each
 // is used by one goroutine.

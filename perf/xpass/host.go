@@ -216,14 +216,21 @@ func (h *Host) Request(k Key, size uint64, now int64) bool {
 	return true
 }
 
-// Stop stops the credits of flow k (an XP_STOP arrived at now).
-func (h *Host) Stop(k Key, now int64) {
+// Stop stops the credits of flow k (an XP_STOP arrived at now). It
+// reports false when the host knows no flow k: a stop names a flow by its
+// sender's address and the flow id, so only the sender of a flow can stop
+// it (a stop repeated for a flow already stopped is known, and changes
+// nothing).
+func (h *Host) Stop(k Key, now int64) bool {
 	f := h.flows[k]
-	if f == nil || !f.sending {
-		return
+	if f == nil {
+		return false
 	}
-	h.stop(f, now)
-	h.st.Stops++
+	if f.sending {
+		h.stop(f, now)
+		h.st.Stops++
+	}
+	return true
 }
 
 func (h *Host) stop(f *Flow, now int64) {
