@@ -158,6 +158,11 @@ type Port struct {
 	// Role is host (default: faces end hosts) or fabric (faces another switch):
 	// control frames of the mechanisms are accepted only on fabric ports.
 	Role mech.Role `yaml:"role"`
+	// SourceGuard checks the source address of what a host port receives:
+	// off, subnet (the port's subnets: L3 ports) or binding (the addresses
+	// bound to the port). Default: subnet on an L3 host port, off on an L2
+	// host port and on fabric ports (docs/operations.md, "Source guard").
+	SourceGuard SourceGuard `yaml:"source_guard"`
 	// Uplink says the port faces a higher tier of the fabric (a leaf's port
 	// toward a spine). Mechanisms whose pauses must follow up-down routing
 	// take it as their default (BFC's uplink key); package topo sets it

@@ -128,3 +128,36 @@ func (ms *Mechanisms) decodeYAML(n *yaml.Node, path string) error {
 	*ms = out
 	return nil
 }
+
+// SourceGuard is what a host port checks of the source address of what it
+// receives (the port's source_guard key; docs/operations.md, "Source
+// guard"). "" is the default for the port (Port.validate fills it in).
+type SourceGuard string
+
+// Source guard modes.
+const (
+	// GuardOff checks nothing (fabric ports, and L2 host ports by default).
+	GuardOff SourceGuard = "off"
+	// GuardSubnet (L3 host ports, the default there): an IP source must be
+	// on one of the port's subnets (or routed out of the port by a static
+	// route: strict unicast RPF), and not an address of the switch or a
+	// subnet's broadcast address; an ARP sender must not be the switch's.
+	GuardSubnet SourceGuard = "subnet"
+	// GuardBinding: on an L3 port, the subnet check and an IPv4 source
+	// bound by the neighbour table to the frame's MAC and this port (an
+	// IPv6 source: a static neighbour so bound); on an L2 port, a source
+	// MAC the MAC table holds on this port and an IPv4 source (and ARP
+	// sender) bound to this port, the first port it was seen on, until it
+	// ages out.
+	GuardBinding SourceGuard = "binding"
+)
+
+// UnmarshalText implements encoding.TextUnmarshaler (the source_guard key).
+func (g *SourceGuard) UnmarshalText(t []byte) error {
+	switch v := SourceGuard(t); v {
+	case "", GuardOff, GuardSubnet, GuardBinding:
+		*g = v
+		return nil
+	}
+	return fmt.Errorf("%q is not a source guard (use off, subnet: the port's subnets, or binding: the addresses bound to the port)", t)
+}

@@ -169,6 +169,9 @@ func (p *Port) validate(f string, k units.Timescale) error {
 	if p.RxQueues < 0 || p.RxQueues > 64 {
 		return fmt.Errorf("%s.rx_queues: %d out of range (0 = all rx queues, up to 64)", f, p.RxQueues)
 	}
+	if err := p.validateSourceGuard(f); err != nil {
+		return err
+	}
 	return p.validateMechanisms(f, k)
 }
 
@@ -200,6 +203,30 @@ func (p *Port) validateMechanisms(f string, k units.Timescale) error {
 			return fmt.Errorf("%s.scheduler: %w", f, err)
 		}
 		return fmt.Errorf("%s.mechanisms: %w", f, err)
+	}
+	return nil
+}
+
+// validateSourceGuard fills in the port's source guard and checks it
+// against the port's role and kind. A routed (L3) host port defaults to
+// subnet, which a correctly addressed host never trips and which costs no
+// state; an L2 host port defaults to off, since it knows no subnet and a
+// binding table learns from the hosts it guards; a fabric port carries
+// every host's addresses and guards nothing.
+func (p *Port) validateSourceGuard(f string) error {
+	l3 := len(p.Addrs) > 0
+	if p.SourceGuard == "" {
+		p.SourceGuard = GuardOff
+		if l3 && p.Role == mech.RoleHost {
+			p.SourceGuard = GuardSubnet
+		}
+		return nil
+	}
+	switch {
+	case p.Role == mech.RoleFabric && p.SourceGuard != GuardOff:
+		return fmt.Errorf("%s.source_guard: %s on a fabric port, which carries every host's addresses (set off, or guard the hosts' own ports)", f, p.SourceGuard)
+	case p.SourceGuard == GuardSubnet && !l3:
+		return fmt.Errorf("%s.source_guard: subnet on an L2 port, which has no subnet of its own (give the port an addr:, or use binding or off)", f)
 	}
 	return nil
 }

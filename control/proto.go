@@ -212,6 +212,16 @@ type NextHop struct {
 type NeighborsView struct {
 	L3      bool            `json:"l3"`
 	Entries []NeighborEntry `json:"entries"`
+	ARP     ARPCounts       `json:"arp"` // what the table did with ARP since the switch started (gswitch_arp_total)
+}
+
+// ARPCounts are the neighbour table's ARP counters, by result.
+type ARPCounts struct {
+	Learnt      uint64 `json:"learnt"`
+	MoveRefused uint64 `json:"move_refused"`
+	Unsolicited uint64 `json:"unsolicited"`
+	RateLimited uint64 `json:"rate_limited"`
+	Full        uint64 `json:"full"`
 }
 
 // NeighborEntry is one neighbour.

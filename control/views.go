@@ -240,6 +240,8 @@ func (s *Server) neighbors() NeighborsView {
 		return v
 	}
 	v.L3 = true
+	a := n.Counters()
+	v.ARP = ARPCounts{Learnt: a.Learnt, MoveRefused: a.MoveRefused, Unsolicited: a.Unsolicited, RateLimited: a.RateLimited, Full: a.Full}
 	now := s.sw.Now()
 	for _, e := range n.Entries(now) {
 		ne := NeighborEntry{IP: e.IP.String(), MAC: net.HardwareAddr(e.MAC[:]).String(), Port: s.portName(int(e.Port)), Static: e.Static}

@@ -57,6 +57,16 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 		PortLimit: portLimit, MoveHold: int64(cfg.MACTable.MoveHold)}); err != nil {
 		return nil, err
 	}
+	for _, pc := range cfg.Ports {
+		if pc.SourceGuard == config.GuardBinding && len(pc.Addrs) == 0 && s.bind == nil {
+			// The L2 source bindings: keyed, sized, aged and shared out
+			// between ports like the MAC table, and sticky.
+			if s.bind, err = l2.New(l2.Config{Size: cfg.MACTable.Size, Aging: int64(cfg.MACTable.Aging), Ports: len(cfg.Ports),
+				PortLimit: portLimit, Sticky: true}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	s.captures = make([]atomic.Pointer[Capture], len(cfg.Ports))
 	now := s.clock.Now()
 	for i := range cfg.Ports {
@@ -76,6 +86,11 @@ func New(cfg Config, mem []byte, frameSize uint32, links [][]Link) (*Switch, err
 	if s.router, err = newRouter(s.ports, cfg.RouteTable(), cfg.NeighborTable()); err != nil {
 		s.closeWorkers()
 		return nil, err
+	}
+	for _, r := range cfg.RouteTable() {
+		for _, nh := range r.NextHops {
+			s.ports[nh.Port].guard.via = true // sources the route covers may come in through its next hops' ports
+		}
 	}
 	if err := s.buildMechanisms(cfg.Ports); err != nil {
 		s.closeWorkers()
@@ -163,6 +178,9 @@ func (s *Switch) newPort(i int, pc *config.Port, links []Link, now int64) (*Port
 		p.run.quantum.Store(int64(q.Quantum()))
 	}
 	p.addrs = pc.Addrs
+	if pc.Role == mech.RoleHost {
+		p.guard = newGuard(pc.SourceGuard, pc.Addrs)
+	}
 	p.link.rxDelayNs = int64(pc.RxDelay)
 	p.tm.SetDelay(int64(pc.Delay), uint64(pc.Rate))
 	return p, nil

@@ -58,6 +58,7 @@
 //	umem.go              the UMEM and how it is split between the workers
 //	wake.go              how a worker sleeps and is woken (eventfd, ppoll)
 //	capture.go           mirroring a port's frames
+//	guard.go             a host port's source guard: its mode and subnets
 //	port.go              Port: identity, links and attach state, traffic manager, run-time settings
 //	router.go            the L3 tables and their config
 //	config.go            Config: the switch's config and what the host knows
@@ -69,6 +70,7 @@
 //	stats.go             counters
 //	attach.go            ports going down and up, interfaces going and coming back
 //	egress.go            the egress pass over a port, by phase
+//	guardcheck.go        the source guard's checks
 //	forward_l3.go        the L3 forwarding stage
 //	ingress.go           the ingress stages and dispatch
 //	rx.go                the receive phase

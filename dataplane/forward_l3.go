@@ -15,9 +15,11 @@ import (
 // decremented with the IPv4 checksum updated incrementally, MACs rewritten
 // for the next hop); ARP for the switch's addresses is answered, ARP from
 // neighbours is learnt, and pings to the switch's addresses are answered.
-// Nothing is flooded or learnt by MAC.
+// Nothing is flooded or learnt by MAC. A host port's source guard (guard.go)
+// sees every ARP packet and every frame that would be routed.
 func (w *worker) forwardL3(in int, b *mech.Batch) {
 	port := w.s.ports[in]
+	g := &port.guard
 	for i := range b.Pkts {
 		p := &b.Pkts[i]
 		if p.Verdict != pkt.Forward {
@@ -25,11 +27,14 @@ func (w *worker) forwardL3(in int, b *mech.Batch) {
 		}
 		frame := b.Frame(p)
 		switch {
+		case p.EthType != pkt.EtherTypeARP && (p.Flags&pkt.FlagMulticast != 0 || pkt.DstMAC(frame) != mac48(port.MAC) || p.Flags&pkt.FlagTagged != 0):
+			p.DropWith(pkt.ReasonNotRouted) // not for us, or not routable here (multicast, VLAN-tagged)
+			continue
+		case g.mode != guardOff && !w.guardL3(in, g, p, frame, b.Now):
+			p.DropWith(pkt.ReasonSpoofed) // a source the port's guard refuses (guard.go)
+			continue
 		case p.EthType == pkt.EtherTypeARP:
 			w.arp(in, p, frame)
-			continue
-		case p.Flags&pkt.FlagMulticast != 0, pkt.DstMAC(frame) != mac48(port.MAC), p.Flags&pkt.FlagTagged != 0:
-			p.DropWith(pkt.ReasonNotRouted) // not for us, or not routable here (multicast, VLAN-tagged)
 			continue
 		case p.Flags&pkt.FlagIPv4 != 0:
 			w.route4(in, p, frame, b.Now)

@@ -6,6 +6,7 @@ import (
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/pkt/pkttest"
+	"github.com/gswitch/gswitch/wire"
 )
 
 // TestCongestedPortsCannotTakeEveryFrame: two ports whose queues are paused
@@ -93,8 +94,7 @@ func TestLinkLocalAndControlFrames(t *testing.T) {
 	gc := pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, pkttest.MAC(1), pkt.EtherTypeGC, 0, 0)
 	gc = append(gc, 'G', 'C', 1, 1, 0, 12, 0, 0)
 	gc = append(gc, make([]byte, 38)...)
-	bts := udp(3, 1, 64)
-	copy(bts[42:], []byte{'G', 'C', 1, 16, 0, 36, 0, 0})
+	bts := btsFrame(3, 1, wire.BTSPort)
 	for _, in := range []int{0, 1} {
 		l[in].Inject(stp)
 		l[in].Inject(gc)
@@ -119,6 +119,14 @@ func TestLinkLocalAndControlFrames(t *testing.T) {
 		t.Errorf("host 3 got %d frames, host 1 got %d", l[2].SentCount, l[0].SentCount)
 	}
 	checkFrames(t, s)
+}
+
+// btsFrame is a UDP datagram from host src to host dst, to UDP port dport,
+// whose payload starts with the GC header of a BTS (type 16).
+func btsFrame(dst, src byte, dport uint16) []byte {
+	payload := make([]byte, 56)
+	copy(payload, []byte{'G', 'C', 1, 16, 0, 36, 0, 0})
+	return pkttest.UDP4(pkttest.MAC(dst), pkttest.MAC(src), ip1, ip2, wire.BTSPort, dport, payload)
 }
 
 // TestEmitGetsOutWhenDataFillsEverything: with the data handoff ring full
@@ -350,8 +358,7 @@ func TestOtherPathsDoNotAllocate(t *testing.T) {
 	settle(s)
 	gc := pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, pkttest.MAC(1), pkt.EtherTypeGC, 0, 0)
 	gc = append(append(gc, 'G', 'C', 1, 1, 0, 12, 0, 0), make([]byte, 38)...)
-	bts := udp(3, 1, 64)
-	copy(bts[42:], []byte{'G', 'C', 1, 16, 0, 36, 0, 0})
+	bts := btsFrame(3, 1, wire.BTSPort)
 	stp := append(pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0}, pkttest.MAC(1), 0x0027, 0, 0), make([]byte, 46)...)
 	bcast := pkttest.ARP(pkttest.MAC(1), ip1, ip2)
 	em := s.Emitter(0)

@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"encoding/binary"
+
 	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/pkt"
 	"github.com/gswitch/gswitch/wire"
@@ -70,31 +72,42 @@ func (w *worker) ingress(in int, n int, now int64) {
 }
 
 // Scope of gswitch control message types (package wire): link-local types
-// are never forwarded; of the routed ones, hosts may send only
-// the types wire marks as sent by hosts (credits, requests, stops), not
-// switch-to-sender frames.
+// are never forwarded.
 func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLocal }
-func gcFromHost(t uint8) bool  { return wire.Type(t).FromHost() }
 
 // control applies the port's role to control frames and hands those of a
 // mechanism of this switch to its Control hook.
 //
 //   - Frames to the bridge-protocol groups 01:80:C2:00:00:0x that are not
 //     ours (STP, LLDP, 802.1X) are never forwarded.
+//   - Frames carrying the BFC upstream-queue tag are forged on host ports:
+//     only a switch's BFC port may claim an upstream queue.
 //   - Link-local messages of ours (EtherType 0x88B6) are never forwarded: on
 //     a host port they are forged; on a fabric port they go to their
 //     mechanism, or are dropped as unclaimed.
-//   - Routed messages (in UDP) that only switches send (BTS) are forged on
-//     host ports. The others go to their mechanism if this switch runs it
-//     (it may consume them or set their lane), else they are forwarded like
-//     any packet.
+//   - The BTS port (UDP 19020) is the switches': a GC message to it, or the
+//     first fragment of a datagram to it (its message may sit in a later
+//     fragment), is forged on a host port; on a fabric port it goes to its
+//     mechanism if this switch runs it, else it is forwarded as data.
+//   - ExpressPass messages (in UDP on any port; hosts send them) go to
+//     their mechanism if this switch runs it (it may consume them or set
+//     their lane), else they are forwarded as plain data.
+//
+// Only the frames a mechanism of this switch handles keep the control
+// flag: the mechanisms' other hooks treat the rest as the data they are
+// here (a credit on a switch without ExpressPass is data to SFC).
 func (w *worker) control(in int, b *mech.Batch) {
 	s := w.s
 	c := &w.ctr[in]
 	host := s.ports[in].Role == mech.RoleHost
 	for i := range b.Pkts {
 		p := &b.Pkts[i]
-		if p.Flags&(pkt.FlagControl|pkt.FlagLinkLocal) == 0 && p.EthType != pkt.EtherTypeGC {
+		if p.Flags&(pkt.FlagControl|pkt.FlagLinkLocal|pkt.FlagUpQ) == 0 && p.EthType != pkt.EtherTypeGC {
+			continue
+		}
+		if p.Flags&pkt.FlagUpQ != 0 && host {
+			p.DropWith(pkt.ReasonForged)
+			c.forgedTags.Add(1)
 			continue
 		}
 		if p.EthType == pkt.EtherTypeGC {
@@ -117,21 +130,32 @@ func (w *worker) control(in int, b *mech.Batch) {
 			p.DropWith(pkt.ReasonLinkLocal)
 			continue
 		}
-		// A routed message in UDP.
-		if wire.Type(p.Ctl).Scope() != wire.ScopeRouted {
-			p.Flags &^= pkt.FlagControl // other types mean nothing in UDP: plain data
-			p.Ctl = 0
+		if p.Flags&pkt.FlagControl == 0 {
 			continue
 		}
-		c.controlRx[p.Ctl].Add(1)
-		if host && !gcFromHost(p.Ctl) {
-			p.DropWith(pkt.ReasonForged)
-			c.forged[p.Ctl].Add(1)
+		// A routed message in UDP (the parse stage flags only those).
+		t := p.Ctl
+		if binary.BigEndian.Uint16(b.Mem[p.Addr+uint64(p.L4Off)+2:]) == wire.BTSPort {
+			c.controlRx[t].Add(1)
+			switch {
+			case host:
+				p.DropWith(pkt.ReasonForged)
+				c.forged[t].Add(1)
+			case s.control[t] != nil:
+				w.controlHook(in, b, i)
+			default:
+				p.Flags &^= pkt.FlagControl // a BTS this switch does not run SFC for: data to it
+			}
 			continue
 		}
-		if s.control[p.Ctl] != nil {
-			w.controlHook(in, b, i)
+		if wire.Type(t).Known() {
+			c.controlRx[t].Add(1)
 		}
+		if s.control[t] == nil {
+			p.Flags &^= pkt.FlagControl // no mechanism here handles it: data
+			continue
+		}
+		w.controlHook(in, b, i)
 	}
 }
 
@@ -143,18 +167,23 @@ func (w *worker) controlHook(in int, b *mech.Batch, i int) {
 }
 
 // forwardL2 is the forwarding stage of an L2 port: learn the source MAC on
-// the ingress port, look up the destination. Group destinations and
-// unknown unicast flood; a destination learnt on the ingress port is
-// filtered.
+// the ingress port (and apply the port's binding guard: guard.go), look up
+// the destination. Group destinations and unknown unicast flood; a
+// destination learnt on the ingress port is filtered.
 func (w *worker) forwardL2(in int, b *mech.Batch) {
 	s := w.s
+	bind := s.ports[in].guard.mode == guardBinding
 	for i := range b.Pkts {
 		p := &b.Pkts[i]
 		if p.Verdict != pkt.Forward {
 			continue
 		}
 		frame := b.Frame(p)
-		s.mac.Learn(pkt.SrcMAC(frame), uint16(in), b.Now)
+		learnt := s.mac.Learn(pkt.SrcMAC(frame), uint16(in), b.Now)
+		if bind && !w.guardL2(in, p, frame, learnt, b.Now) {
+			p.DropWith(pkt.ReasonSpoofed)
+			continue
+		}
 		if p.Flags&pkt.FlagMulticast != 0 {
 			p.Verdict = pkt.Flood
 			continue

@@ -23,6 +23,7 @@ type Port struct {
 	addrs    []netip.Prefix     // the switch's addresses on an L3 port (none: an L2 port)
 	mechs    []string           // names of the mechanisms enabled on the port, in hook order (mech.Order)
 	ingressH []mech.IngressHook // mechanisms' Ingress hooks, in hook order: run on the receiving worker after forwarding
+	guard    portGuard          // the source guard of a host port (guard.go)
 
 	link portLink   // its sockets and their state
 	eg   portEgress // who serves its egress, and the rings to that worker

@@ -85,6 +85,7 @@ type PortCounters struct {
 	Malformed                              [pkt.NumErrs]uint64
 	ControlRx                              [256]uint64 // control messages received, by GC type
 	Forged                                 [256]uint64 // of those, the ones dropped as forged (a switch-only type from a host port), by GC type
+	ForgedTags                             uint64      // frames from a host port carrying the BFC upstream-queue tag, dropped as forged
 	Emitted                                [256]uint64 // frames the switch emitted on the port, by GC type
 	EmitFailed                             [256]uint64 // emissions that failed, by GC type
 }
@@ -99,6 +100,7 @@ func (s *Switch) Counters(i int) PortCounters {
 		c.TxPackets += k.txPackets.Load()
 		c.TxBytes += k.txBytes.Load()
 		c.Flooded += k.flooded.Load()
+		c.ForgedTags += k.forgedTags.Load()
 		for r := range k.drops {
 			c.Drops[r] += k.drops[r].Load()
 		}

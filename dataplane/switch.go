@@ -22,6 +22,7 @@ type Switch struct {
 	ports    []*Port
 	workers  []*worker
 	mac      *l2.Table
+	bind     *l2.Table      // IPv4 source -> port, for L2 ports whose source guard is binding; nil if none is
 	buffer   *queues.Buffer // the buffer all egress queues share (bytes)
 	frames   *tm.Frames     // the UMEM frames the data queues may hold
 	clock    Clock
@@ -161,10 +162,16 @@ func (s *Switch) SetCreditLane(port int, rateBits uint64, burst, queueLen int, p
 // has one (any goroutine).
 func (s *Switch) CreditLane(port int) (mech.CreditLaneStats, bool) { return s.ports[port].CreditLane() }
 
-// Housekeep does the switch's slow work: it retires MAC table entries that
-// aged out. gswitchd calls it about once a second from a goroutine of its
-// own; tests call it when they like.
-func (s *Switch) Housekeep() { s.mac.Sweep(s.clock.Now()) }
+// Housekeep does the switch's slow work: it retires MAC table entries
+// (and source bindings) that aged out. gswitchd calls it about once a
+// second from a goroutine of its own; tests call it when they like.
+func (s *Switch) Housekeep() {
+	now := s.clock.Now()
+	s.mac.Sweep(now)
+	if s.bind != nil {
+		s.bind.Sweep(now)
+	}
+}
 
 // Capture starts mirroring port's frames in the given directions
 // (CaptureRx|CaptureTx), keeping at most snap bytes of each, into rings of

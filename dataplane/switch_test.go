@@ -265,7 +265,7 @@ func TestBadConfig(t *testing.T) {
 func BenchmarkForward(b *testing.B) {
 	for _, w := range []int{1, 2} {
 		b.Run(map[int]string{1: "1worker", 2: "2workers"}[w], func(b *testing.B) {
-			s, l, _ := testSwitch(b, 2, w, 8192, nil)
+			s, l, _ := testSwitch(b, 2, w, 8192, func(c *Config) { c.Ports[0].SourceGuard = config.SourceGuard(*benchGuard) })
 			l[1].Inject(udp(1, 2, 10))
 			settle(s)
 			frame := udp(2, 1, 18) // 64-byte frame

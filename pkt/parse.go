@@ -136,6 +136,37 @@ func gcType(b []byte) (uint8, bool) {
 	return b[3], true
 }
 
+// udpControl says whether a UDP datagram (u: its header and as much of
+// its payload as the packet holds) is a candidate control message of
+// ours, and of which GC type. A GC header is looked for only where one is
+// expected:
+//
+//   - On the BTS port (wire.BTSPort, destination), which only switches
+//     send to: any GC header, and a first fragment whatever its payload
+//     (its message may start in a later fragment, which carries no UDP
+//     header; it counts as a BTS, type 16), so that a message to the
+//     port is recognised the same whether it came whole or in fragments.
+//   - On any other port: only an ExpressPass type (32-47), since credits,
+//     requests and stops ride the flow's own ports. The types of SFC's
+//     range (16-31) travel only on the BTS port, so anywhere else they are
+//     data, as are the link-local types and those of no range.
+//
+// The control stage then keeps the flag only for what this switch runs or
+// must police (dataplane's worker.control).
+func udpControl(u []byte, first bool) (uint8, bool) {
+	t, gc := gcType(u[8:])
+	if binary.BigEndian.Uint16(u[2:]) == wire.BTSPort {
+		switch {
+		case gc:
+			return t, true
+		case first:
+			return uint8(wire.TypeSFCBTS), true
+		}
+		return 0, false
+	}
+	return t, gc && t >= uint8(wire.TypeXPCredit) && wire.Type(t).Scope() == wire.ScopeRouted
+}
+
 func parseIPv4(frame []byte, off int, p *Packet) Err {
 	if len(frame) < off+20 {
 		return ErrIPv4
@@ -153,12 +184,13 @@ func parseIPv4(frame []byte, off int, p *Packet) Err {
 	src := binary.BigEndian.Uint32(h[12:])
 	dst := binary.BigEndian.Uint32(h[16:])
 	a := uint64(src)<<32 | uint64(dst)
-	if binary.BigEndian.Uint16(h[6:])&0x1fff != 0 { // fragment offset != 0: no L4 header here
+	frag := binary.BigEndian.Uint16(h[6:])
+	if frag&0x1fff != 0 { // fragment offset != 0: no L4 header here
 		p.Flags |= FlagFragment
 		p.Hash = hash(a, uint64(p.Proto))
 		return OK
 	}
-	return parseL4(frame[:off+tot], off+ihl, a, 0, p)
+	return parseL4(frame[:off+tot], off+ihl, a, 0, frag&0x2000 != 0, p) // more fragments: a first fragment
 }
 
 func parseIPv6(frame []byte, off int, p *Packet) Err {
@@ -178,6 +210,7 @@ func parseIPv6(frame []byte, off int, p *Packet) Err {
 	b := binary.BigEndian.Uint64(h[24:]) ^ binary.BigEndian.Uint64(h[32:])<<1
 	nh := h[6]
 	l4 := off + 40
+	first := false
 	// Walk the common extension headers so TCP/UDP are found behind them.
 	for i := 0; i < 4; i++ {
 		switch nh {
@@ -191,12 +224,14 @@ func parseIPv6(frame []byte, off int, p *Packet) Err {
 			if end < l4+8 {
 				return ErrIPv6
 			}
-			if binary.BigEndian.Uint16(frame[l4+2:])&0xfff8 != 0 {
+			fo := binary.BigEndian.Uint16(frame[l4+2:])
+			if fo&0xfff8 != 0 {
 				p.Proto = frame[l4]
 				p.Flags |= FlagFragment
 				p.Hash = hash(a, b^uint64(p.Proto))
 				return OK
 			}
+			first = first || fo&1 != 0 // M: more fragments follow this first one
 			nh, l4 = frame[l4], l4+8
 			continue
 		}
@@ -206,11 +241,14 @@ func parseIPv6(frame []byte, off int, p *Packet) Err {
 		return ErrIPv6
 	}
 	p.Proto = nh
-	return parseL4(frame[:end], l4, a, b, p)
+	return parseL4(frame[:end], l4, a, b, first, p)
 }
 
-// parseL4 records the transport header at off (frame ends at the IP packet's end).
-func parseL4(frame []byte, off int, a, b uint64, p *Packet) Err {
+// parseL4 records the transport header at off (frame ends at the IP
+// packet's end). first says the packet is the first fragment of a longer
+// datagram: its transport header is here, the rest of its payload in
+// fragments that carry none.
+func parseL4(frame []byte, off int, a, b uint64, first bool, p *Packet) Err {
 	var ports uint64
 	switch p.Proto {
 	case ProtoTCP:
@@ -223,7 +261,7 @@ func parseL4(frame []byte, off int, a, b uint64, p *Packet) Err {
 			return ErrL4
 		}
 		ports = uint64(binary.BigEndian.Uint32(frame[off:]))
-		if t, ok := gcType(frame[off+8:]); ok {
+		if t, ok := udpControl(frame[off:], first); ok {
 			p.Flags |= FlagControl
 			p.Ctl = t
 		}

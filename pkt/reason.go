@@ -21,7 +21,7 @@ const (
 	ReasonNoFrames             // no free frame for a flooded copy, or no free jumbo slot for a frame arriving in several buffers
 	ReasonSamePort             // destination learnt on the ingress port (filtered)
 	ReasonBadDesc              // the device returned a descriptor outside the UMEM
-	ReasonForged               // a control frame of ours arrived on a host port
+	ReasonForged               // a control message or header of ours (only switches send them) arrived on a host port
 	ReasonUnclaimed            // a link-local control frame no mechanism of this switch handles
 	ReasonLinkLocal            // addressed to 01:80:C2:00:00:0x (bridge protocols): never forwarded
 	ReasonPortDown             // the egress port is down
@@ -33,6 +33,7 @@ const (
 	ReasonNoRoute              // no route to the destination
 	ReasonNoNeighbor           // the next hop's MAC is not known yet (an ARP request went out)
 	ReasonTooLong              // longer than the egress port's link takes (its MTU), or a multi-buffer frame longer than the switch's largest frame, or a buffer that overruns its UMEM frame
+	ReasonSpoofed              // from a host port with a source address the port's source guard refuses (not the port's subnet, the switch's own, or bound elsewhere)
 	numBuiltin
 )
 
@@ -41,7 +42,7 @@ const MaxReasons = 64
 
 var reasonNames = []string{"none", "malformed", "buffer_full", "frame_limit", "port_limit", "queue_limit", "evicted",
 	"round_overflow", "handoff_full", "no_frames", "same_port", "bad_descriptor", "forged", "unclaimed_control",
-	"link_local", "port_down", "lane_full", "no_headroom", "not_routed", "local", "ttl_expired", "no_route", "no_neighbor", "too_long"}
+	"link_local", "port_down", "lane_full", "no_headroom", "not_routed", "local", "ttl_expired", "no_route", "no_neighbor", "too_long", "spoofed"}
 
 func init() {
 	if len(reasonNames) != int(numBuiltin) {

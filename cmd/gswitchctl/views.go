@@ -260,6 +260,8 @@ func neighborsMain(args []string) int {
 			t.row(e.IP, e.MAC, e.Port, typ, age)
 		}
 		t.flush()
+		a := v.ARP
+		fmt.Printf("arp: learnt %d, move_refused %d, unsolicited %d, rate_limited %d, full %d\n", a.Learnt, a.MoveRefused, a.Unsolicited, a.RateLimited, a.Full)
 	})
 }
 

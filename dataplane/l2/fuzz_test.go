@@ -17,7 +17,8 @@ import (
 //   - each result is one the model allows: TableFull only when both paths
 //     are all live (no entry is lost while its paths have room), PortFull
 //     only at the limit, Moved and MoveRefused only for a MAC live on
-//     another port, MoveRefused only within MoveHold of its last move;
+//     another port, MoveRefused only within MoveHold of its last move, or
+//     always in a sticky table (half the keys make one), which never moves;
 //   - the counters equal the results.
 func FuzzTable(f *testing.F) {
 	f.Add([]byte("0123456789abcdef\x00\x01\x02\x00\x01\x03\x01\x01\x00\x02\x05\x00"))
@@ -44,7 +45,8 @@ func fuzzTable(t *testing.T, in []byte) {
 	)
 	key := [2]uint64{binary.LittleEndian.Uint64(in), binary.LittleEndian.Uint64(in[8:])}
 	size := 32 << (key[0] & 1) // 32 slots: two paths that cover the table; 64: two of four places
-	tb := mustNew(t, Config{Size: size, Aging: aging, Ports: ports, PortLimit: limit, MoveHold: hold, HashKey: key})
+	sticky := key[1]&1 != 0
+	tb := mustNew(t, Config{Size: size, Aging: aging, Ports: ports, PortLimit: limit, MoveHold: hold, HashKey: key, Sticky: sticky})
 	if key == [2]uint64{} {
 		return // New draws a random key: not reproducible
 	}
@@ -90,12 +92,12 @@ func fuzzTable(t *testing.T, in []byte) {
 				ok = !isLive
 				model[mac] = entry{port, now}
 			case Moved:
-				ok = isLive && e.port != port
+				ok = !sticky && isLive && e.port != port
 				model[mac] = entry{port, now}
 				lastMove[mac] = now
 			case MoveRefused:
 				mv, moved := lastMove[mac]
-				ok = isLive && e.port != port && moved && now-mv < hold
+				ok = isLive && e.port != port && (sticky || moved && now-mv < hold)
 			case PortFull:
 				ok = !(isLive && e.port == port) && tb.held[port].n.Load() >= limit
 			case TableFull:

@@ -235,6 +235,10 @@ func (t *Table) known(i, k, want uint64, port uint16, now int64) (Result, bool) 
 		}
 		return 0, true
 	}
+	if t.sticky {
+		t.moveRefused.Add(1)
+		return MoveRefused, false
+	}
 	var mv int64
 	if t.moveHold > 0 {
 		mv = s.moved.Load()

@@ -30,6 +30,11 @@ type Config struct {
 	Ports     int   // switch ports; Learn takes ports 0 to Ports-1 (1 to MaxPorts)
 	PortLimit int   // most slots (live MACs, plus dead ones until Sweep) one port may hold; 0 = no limit
 	MoveHold  int64 // after a MAC moves, further moves within MoveHold are refused; 0 = off
+	// Sticky refuses every move of a live entry (MoveRefused): a key
+	// stays on the port it was first learnt on until it ages out. For
+	// tables that bind a host's address to its port (the dataplane's
+	// source guard), not for MAC learning, where a host may move.
+	Sticky bool
 
 	// HashKey is the secret key of the slot hash. Zero (the default) draws
 	// one from the system's secure random source at New, which is what a
@@ -45,7 +50,7 @@ const (
 	Refreshed   Result = iota // the MAC is known on this port
 	Learned                   // the MAC was new (or dead) and is now live on this port
 	Moved                     // the MAC was live on another port and now is on this one
-	MoveRefused               // the MAC moved within MoveHold: it stays on its port
+	MoveRefused               // the MAC moved within MoveHold (or the table is Sticky): it stays on its port
 	PortFull                  // the port holds PortLimit slots: not learnt (or, for a known MAC, not moved)
 	TableFull                 // every slot on both of the MAC's probe paths is live: not learnt
 	Contended                 // lost every compare-and-swap tried: not learnt, the next frame tries again
@@ -73,6 +78,7 @@ type Table struct {
 	aging    int64     // entries older than this are dead
 	refresh  int64     // re-store seen only when older than this
 	moveHold int64
+	sticky   bool
 	limit    int64 // 0 = none
 
 	held     []count // per port: slots whose key names the port (see Bounds)
@@ -137,6 +143,7 @@ func New(c Config) (*Table, error) {
 		aging:    c.Aging,
 		refresh:  c.Aging / 8,
 		moveHold: c.MoveHold,
+		sticky:   c.Sticky,
 		limit:    int64(c.PortLimit),
 		held:     make([]count, c.Ports),
 	}

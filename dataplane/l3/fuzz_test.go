@@ -22,6 +22,8 @@ const maxOps = 128
 //     only by a packet of a kind that may (a reply only if asked for
 //     within the window), only within its port's budget, and refused as
 //     full only when both its paths hold no free slot;
+//   - Bound4 tells a binding of this MAC and port from another one and
+//     from none, and refreshes only the first, as ARP does;
 //   - ShouldRequest4 says yes at most once per interval per slot;
 //   - no address has two entries, each is reachable on one of its paths;
 //   - the counters equal the results.
@@ -135,6 +137,22 @@ func fuzzNeighbors(t *testing.T, in []byte) {
 			}
 		case 6:
 			e, isBound := bound(ip)
+			if op/8%2 == 1 { // a source guard's question: Bound4, which refreshes as ARP does
+				want := Unbound
+				switch {
+				case isBound && e.val == val:
+					want = BoundHere
+					if !e.static && now-e.seen > ttl/8 {
+						model[ip] = entry{val: val, seen: now}
+					}
+				case isBound:
+					want = BoundElsewhere
+				}
+				if got := n.Bound4(ip, m, port, now); got != want {
+					t.Fatalf("Bound4(%s, %x, %d) at %d = %v, want %v (model %+v bound %v)", addr4(ip), m, port, now, got, want, e, isBound)
+				}
+				continue
+			}
 			got, p, ok := n.Lookup4(ip, now)
 			if ok != isBound || ok && pack(got, p) != e.val {
 				t.Fatalf("Lookup4(%s) at %d = %x %d %v; model %+v bound %v", addr4(ip), now, got, p, ok, e, isBound)

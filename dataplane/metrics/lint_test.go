@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/gswitch/gswitch/config"
@@ -22,7 +23,9 @@ import (
 // below.
 func TestMetricNamesFollowConventions(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	sw := lintSwitch(t, nil)
+	sw := lintSwitch(t, func(c *dataplane.Config) { // port b routed: the L3 metrics too
+		c.Ports[1].Addrs = []netip.Prefix{netip.MustParsePrefix("10.0.0.1/24")}
+	})
 	reg.MustRegister(New(sw, []PortInfo{{Interface: "veth-a", XDPMode: "native"}, {Interface: "veth-b", XDPMode: "native"}}))
 	for _, name := range mech.Names() {
 		spec, _ := mech.Lookup(name)
@@ -71,6 +74,9 @@ func lintSwitch(t *testing.T, mod func(*dataplane.Config)) *dataplane.Switch {
 	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{{Name: "a", Scheduler: "rsp", Queues: 8,
 		Mechanisms: config.Mechanisms{{Name: "afq", Config: &afq.Config{BytesPerRound: 1514, Sketch: afq.Sketch{Rows: 2, Cols: 16}, ECNRounds: 2}}}},
 		{Name: "b", Rate: 10e6}}}}
+	if mod != nil {
+		mod(&cfg)
+	}
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}

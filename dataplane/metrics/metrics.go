@@ -55,7 +55,7 @@ var (
 	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority (rsp) scheduler.", "port")
 	dUp         = desc("port_up", "1 while the port's interface is up.", "port")
 	dCtlRx      = desc("control_received_total", "Control messages of the mechanisms (gswitch control header) received on the port, by type, forged ones included.", "port", "kind")
-	dForged     = desc("control_forged_total", "Control messages of a type only switches send (a mechanism's switch-to-switch or switch-to-sender frames) that arrived on a host port and were dropped as forged, by type.", "port", "kind")
+	dForged     = desc("control_forged_total", "Control messages of a type only switches send (a mechanism's switch-to-switch or switch-to-sender frames, anything to the BTS port, the first fragment of a datagram to it) that arrived on a host port and were dropped as forged, by type; kind bfc_upstream_tag counts frames carrying BFC's upstream-queue tag.", "port", "kind")
 	dEmitted    = desc("emitted_total", "Frames the switch built and queued on the port, by kind.", "port", "kind")
 	dUnrouted   = desc("emit_unrouted_total", "Frames the switch built to be routed (such as a BTS back to its sender) that found no route, neighbour or learnt port, by kind.", "kind")
 	dEmitFailed = desc("emit_failed_total", "Frames the switch meant to emit on the port but could not (no frame free, lane full, port down), by kind.", "port", "kind")
@@ -70,6 +70,7 @@ var (
 	dMACFull    = desc("mac_table_full_total", "Addresses that could not be learnt because their slots were taken.")
 	dMACPort    = desc("mac_table_port_entries", "Live addresses learnt on the port.", "port")
 	dMACEvents  = desc("mac_learn_total", "What learning did with source addresses it did not know on their port: learned (new), moved (to another port), move_refused (moved again within move_hold: kept on its port), port_full (the port's limit), table_full (no slot), contended.", "result")
+	dARP        = desc("arp_total", "What the neighbour (ARP) table of an L3 switch did with ARP that could bind an address: learnt (an unbound address bound), move_refused (ARP that would move a bound or static address to another MAC or port, ignored), unsolicited (a reply the switch did not ask for, or gratuitous ARP, for an unbound address: ignored), rate_limited (the port's budget of new bindings was spent), full (no free slot on the address's two paths).", "result")
 	dPasses     = desc("worker_passes_total", "Passes of the worker's loop.", "worker")
 	dSleeps     = desc("worker_sleeps_total", "Times the worker slept in poll().", "worker")
 	dWakeups    = desc("worker_wakeups_total", "Times the worker was woken by a socket or another worker (not by its timeout).", "worker")
@@ -81,7 +82,7 @@ var (
 	dTickLate   = desc("worker_tick_late_seconds", "How late the mechanisms' timers ran on the worker: when a tick ran minus when it had asked to.", "worker")
 	dCreditLate = desc("port_credit_late_seconds_total", "Line time the port's credit lane lost while credits waited to leave: its worker came back later than the lane's meter could make up (the top-level catchup key). 0 on a port without a credit lane.", "port")
 	dDelayErr   = desc("port_delay_error_seconds", "How late frames left the port's delay lines (delay and rx_delay) against the time they were due. Only ports with a delay.", "port")
-	allDescs    = []*prometheus.Desc{dTimescale, dWakeLate, dPassGap, dTickLate, dCreditLate, dDelayErr, dSpinning, dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dForged, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dTxLate, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dPasses, dSleeps, dWakeups}
+	allDescs    = []*prometheus.Desc{dTimescale, dWakeLate, dPassGap, dTickLate, dCreditLate, dDelayErr, dSpinning, dUnrouted, dMACPort, dMACEvents, dPaused, dCtrl, dCredit, dRound, dUp, dCtlRx, dForged, dEmitted, dEmitFailed, dBufUsed, dBufSize, dRxPackets, dRxBytes, dTxPackets, dTxBytes, dTxLate, dFlooded, dDrops, dMalformed, dDepthB, dDepthP, dRate, dInfo, dXsk, dFrames, dFramesTot, dMAC, dMACFull, dARP, dPasses, dSleeps, dWakeups}
 	xskCounters = []string{"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full", "rx_fill_ring_empty_descs", "tx_ring_empty_descs"}
 )
 
@@ -119,6 +120,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dFlooded, k.Flooded, p.Name)
 		for r := 1; r < pkt.NumReasons(); r++ {
 			counter(dDrops, k.Drops[r], p.Name, pkt.Reason(r).String())
+		}
+		if k.ForgedTags != 0 {
+			counter(dForged, k.ForgedTags, p.Name, "bfc_upstream_tag")
 		}
 		for t := range k.ControlRx {
 			if k.ControlRx[t] != 0 {
@@ -209,6 +213,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		v uint64
 	}{{"learned", ms.Learned}, {"moved", ms.Moves}, {"move_refused", ms.MoveRefused}, {"port_full", ms.PortFull}, {"table_full", ms.TableFull}, {"contended", ms.Contended}} {
 		counter(dMACEvents, e.v, e.n)
+	}
+	if n := c.sw.Neighbors(); n != nil {
+		a := n.Counters()
+		for _, e := range []struct {
+			n string
+			v uint64
+		}{{"learnt", a.Learnt}, {"move_refused", a.MoveRefused}, {"unsolicited", a.Unsolicited}, {"rate_limited", a.RateLimited}, {"full", a.Full}} {
+			counter(dARP, e.v, e.n)
+		}
 	}
 	for w := 0; w < c.sw.Workers(); w++ {
 		st := c.sw.WorkerStats(w)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -92,4 +93,51 @@ func onlyMetric(t *testing.T, reg *prometheus.Registry, name string, match ...st
 	}
 	t.Fatalf("no %s with %v", name, match)
 	return nil
+}
+
+// TestARPCounters: the neighbour table's counters are exported as
+// gswitch_arp_total by result: a gratuitous ARP for an unbound address
+// (unsolicited), a request for the gateway (learnt), then the same
+// address from another MAC (move_refused).
+func TestARPCounters(t *testing.T) {
+	const fs = 2048
+	mem := make([]byte, 2048*fs)
+	a, b := dataplane.NewMemLink(mem, fs, 128), dataplane.NewMemLink(mem, fs, 128)
+	cfg := dataplane.Config{Config: config.Config{Workers: 1, Ports: []config.Port{
+		{Name: "a", Addrs: []netip.Prefix{netip.MustParsePrefix("10.0.0.254/24")}},
+		{Name: "b", Addrs: []netip.Prefix{netip.MustParsePrefix("10.0.1.254/24")}}}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	sw, err := dataplane.New(cfg, mem, fs, [][]dataplane.Link{{a}, {b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	sw.Step(0)
+	host, gw := [4]byte{10, 0, 0, 5}, [4]byte{10, 0, 0, 254}
+	a.Inject(pkttest.ARP(pkttest.MAC(1), host, host))
+	a.Inject(pkttest.ARP(pkttest.MAC(1), host, gw))
+	a.Inject(pkttest.ARP(pkttest.MAC(2), host, gw))
+	for i := 0; i < 4; i++ {
+		sw.Step(0)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(New(sw, nil))
+	want := `
+# HELP gswitch_arp_total What the neighbour (ARP) table of an L3 switch did with ARP that could bind an address: learnt (an unbound address bound), move_refused (ARP that would move a bound or static address to another MAC or port, ignored), unsolicited (a reply the switch did not ask for, or gratuitous ARP, for an unbound address: ignored), rate_limited (the port's budget of new bindings was spent), full (no free slot on the address's two paths).
+# TYPE gswitch_arp_total counter
+gswitch_arp_total{result="full"} 0
+gswitch_arp_total{result="learnt"} 1
+gswitch_arp_total{result="move_refused"} 1
+gswitch_arp_total{result="rate_limited"} 0
+gswitch_arp_total{result="unsolicited"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_arp_total"); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.GatherAndLint(reg, "gswitch_arp_total")
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("promlint: %v %v", problems, err)
+	}
 }
