@@ -1,7 +1,8 @@
 // Package pkt is the packet model of gswitch: the descriptor that moves
 // through the pipeline, the verdicts stages give it, the drop reasons, and
-// the parse stage that fills it. Every other package of the switch imports
-// it; it imports none of them.
+// the parse stage that fills it. The switch's stages, the traffic manager
+// and the mechanisms import it; of the project's packages it imports only
+// wire (the frames of the mechanisms it recognises).
 //
 // # Model
 //

@@ -17,9 +17,10 @@ type RingSizes struct {
 	Fill, Completion, Rx, Tx uint32
 }
 
-// DefaultRingSizes follow the measurements in ../shared/bench/RESULTS.md: a
-// fill ring larger than the frames it will ever hold (a fill ring equal to
-// the pool overflowed there) and rx/tx rings of 2048.
+// DefaultRingSizes follow the measurements in docs/afxdp.md ("Measured
+// before the switch"): a fill ring larger than the frames it will ever hold
+// (a fill ring equal to the pool overflowed there), an rx ring of 8192 and
+// a tx ring of 2048.
 var DefaultRingSizes = RingSizes{Fill: 16384, Completion: 4096, Rx: 8192, Tx: 2048}
 
 // UMEM is the frame memory shared by all sockets of a switch.
@@ -398,7 +399,8 @@ func (s *Socket) TxPending() bool { return s.tx.pending() != 0 }
 // syscall.RawSyscall6: in copy mode the whole transmit (and, on veth, the
 // peer's receive softirq) runs inside this call, and on Go's ordinary
 // syscall path the runtime's sysmon retakes the P during it, which stalled
-// the worker long enough to overflow rx rings (../shared/bench/RESULTS.md).
+// the worker long enough to overflow rx rings (docs/afxdp.md, "Measured
+// before the switch").
 func (s *Socket) Kick() {
 	if !s.tx.needWakeup() {
 		return

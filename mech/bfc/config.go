@@ -22,8 +22,7 @@ const (
 	PeerNone = "none" // anything else: no tags, no pauses toward it, pauses from it refused
 )
 
-// Defaults of the constants the paper leaves to the implementation
-// (../shared/specs/mechanisms.md, section 1.5). On a switch with a
+// Defaults of the constants the paper leaves to the implementation. On a switch with a
 // timescale K, DefaultBudget is wall-clock time (gswitchd's own traversal
 // of this machine: it does not scale), while the bitmap period's clamp
 // [MinPeriod, MaxPeriod] is fabric time (how often a port may refresh its

@@ -36,8 +36,8 @@
 //     scratch bit of pkt.Packet.Meta BFC registers) if it is above. Th =
 //     HRTT x rate / N_active, HRTT the largest of the switch's BFC ports,
 //     N_active the queues of the port with packets and not paused,
-//     counting the packet's own; never below th_floor (two full frames,
-//     ../shared/specs/mechanisms.md 1.5); or a fixed th. A port with no
+//     counting the packet's own; never below th_floor (two full frames: a
+//     constant the paper leaves to the implementation, config.go); or a fixed th. A port with no
 //     rate never pauses its upstream unless th is set.
 //   - Enqueued raises the packet's pause counter, keyed by (ingress port,
 //     upstream queue), and on 0 -> 1 sends a PAUSE out of the ingress port
@@ -90,7 +90,7 @@
 // leaves through a BFC port (which rewrites or strips it); do not mix BFC
 // and non-BFC neighbours that tag.
 //
-// Hosts (section 3.3.2, "source NIC"; ../shared/specs/mechanisms.md 1.2):
+// Hosts (section 3.3.2, "source NIC"):
 // on a host port (peer: host), Ingress reads the upstream queue from the
 // gsperf header's mechanism field (upstreamQ, 12 bits; 0: the host gives
 // none). gsperf -mode bfc (perf/bfc) gives every flow its own queue id,

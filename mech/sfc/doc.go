@@ -26,7 +26,7 @@
 // its way back.
 //
 // The listing in the paper and its prose number lines differently
-// (../shared/specs/mechanisms.md: prose line 7 = listing 10, 10 = 13, 13 =
+// (prose line 7 = listing 10, 10 = 13, 13 =
 // 11, 16 = 21, 17 = 22, 18-19 = 23-24, 20 = 25). By listing line:
 //
 //	 1  cache[] <- 0                          cache.go: the switch-wide pause cache, key (IP, DSCP), value the

@@ -1,6 +1,6 @@
 // Package bfc is the host side of Backpressure Flow Control for gsperf
 // (gsperf client -mode bfc): what the paper's source NIC does (section
-// 3.3.2; ../shared/specs/mechanisms.md 1.2).
+// 3.3.2).
 //
 // # Model
 //

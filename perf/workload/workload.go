@@ -1,5 +1,6 @@
 // Package workload draws flow sizes and arrival times for gsperf from the
-// published flow-size distributions in ../shared/workloads.
+// published flow-size distributions shipped in data/ (data/README.md says
+// where each comes from).
 //
 // # Files
 //
@@ -45,8 +46,8 @@ type CDF struct {
 //go:embed data/*.txt
 var builtin embed.FS
 
-// Builtin names the workloads shipped in data/ (copies of ../shared/workloads;
-// data/README.md says where each comes from), by file name without .txt.
+// Builtin names the workloads shipped in data/ (data/README.md says where
+// each comes from), by file name without .txt.
 func Builtin() []string {
 	es, _ := builtin.ReadDir("data")
 	var n []string
