@@ -35,6 +35,7 @@ var refusedKeys = map[string]string{
 	"pcp_map":      "classification tables are built into the scheduler when gswitchd starts",
 	"rx_queues":    "the port's sockets are bound to its rx queues",
 	"uplink":       "mechanisms built their pause tables from it when gswitchd started",
+	"source_guard": "the guard of every host port is built into its forwarding stage when gswitchd starts",
 }
 
 // liveKey is a port key that may change while gswitchd runs: set reads
