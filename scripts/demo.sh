@@ -6,11 +6,19 @@
 # `gswitchctl topo up`, and runs the same incast twice, without and with BFC:
 #
 #   s1 --\
-#         sw1 ----> sw2 <---- sw3 -- s3        routed (L3), every link 100 Mbit/s, 20 us
+#         sw1 ----> sw2 <---- sw3 -- s3        routed (L3), every link 100 Gbit/s, 1 us (the paper's)
 #   s2 --/         /   \
-#                r1     r2                     sw2's port toward r2: 50 Mbit/s, 2 MB of buffer
+#                r1     r2                     sw2's port toward r2: 50 Gbit/s, 512 KB of buffer
 #
-# Six 1 MB flows (two from each of s1, s2 and s3, each with 1 MB in flight,
+# The fabric is the paper's, run 10,000 times slower (timescale: 10000): its
+# 100 Gbit/s links are 10 Mbit/s on this machine and its 1 us delays 10 ms,
+# so that the switches' timing, on a machine they share with the hosts,
+# stays well inside a frame time. Every run ends with its fidelity verdict
+# (gsperf fidelity: how late the switches' timers fired, in frame times,
+# and the line time they lost): a run that is not VALID says nothing of
+# the design. Times below are the fabric's unless they say wall.
+#
+# Six 256 KB flows (two from each of s1, s2 and s3, each with 256 KB in flight,
 # hosts that ignore pauses) burst into r2. Without BFC, sw2's port toward r2
 # overflows and drops; with BFC, sw2 counts its packets per upstream queue
 # and sends PAUSE and RESUME frames to sw1 and sw3, whose queues toward sw2
@@ -55,10 +63,11 @@ topology() {
 	cat >"$TOPO" <<YAML
 name: $NAME
 mode: l3
+timescale: 10000
 metrics_base: $BASE
 defaults:
-  link: {rate: 100Mbit, delay: 20us, mtu: 1500}
-  switch: {workers: 1}
+  link: {rate: 100Gbit, delay: 1us, mtu: 1500}
+  switch: {workers: 1, realtime: 10}
   port: {scheduler: drr, queues: 16, buffer: 8MB, mechanisms: $1}
 switches: {sw1: {}, sw2: {}, sw3: {}}
 hosts:
@@ -72,7 +81,7 @@ links:
   - {a: s2, b: sw1}
   - {a: s3, b: sw3}
   - {a: r1, b: sw2}
-  - {a: r2, b: sw2, rate: 50Mbit, b_port: {buffer: 2MB}}
+  - {a: r2, b: sw2, rate: 50Gbit, b_port: {buffer: 512KB}}
   - {a: sw1, b: sw2}
   - {a: sw3, b: sw2}
 YAML
@@ -82,10 +91,6 @@ up() {
 	topology "$1"
 	ctl topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" | sed 's/^/   /'
 	UP=1
-	# A switch has hardware of its own; here three gswitchd share 2 cores with the hosts: they go first.
-	for pid in $(python3 -c 'import json,sys; [print(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]]' "$WORK/state/$NAME/state.json"); do
-		for task in /proc/"$pid"/task/*; do renice -n -10 -p "${task##*/}" >/dev/null; done
-	done
 }
 down() {
 	ctl topo down -state "$WORK/state" "$TOPO" >/dev/null
@@ -102,16 +107,21 @@ print("%d" % t)' "$2"
 }
 DROPS='gswitch_drops_total\{port="r2",reason="(buffer_full|frame_limit|port_limit|queue_limit|evicted|handoff_full|no_frames)"\}'
 
-# incast LABEL: two 1 MB flows from each of s1, s2 and s3 to r2, all at once.
+URLS="sw1=http://127.0.0.1:$((BASE + 1))/metrics,sw2=http://127.0.0.1:$((BASE + 2))/metrics,sw3=http://127.0.0.1:$((BASE + 3))/metrics"
+
+# incast LABEL TIMEOUT: two 256 KB flows from each of s1, s2 and s3 to r2, all at
+# once (gsperf at the fabric's timescale: its rates and times are the
+# fabric's), and the fidelity verdict of the switches over the run.
 incast() {
-	hx r2 "$WORK/gsperf" server -bind 10.71.5.1:5500 -report 0 >/dev/null 2>&1 &
+	hx r2 "$WORK/gsperf" server -bind 10.71.5.1:5500 -timescale 10000 -report 0 >/dev/null 2>&1 &
 	SRV=$!
 	sleep 0.3
+	"$WORK/gsperf" fidelity -metrics "$URLS" -save "$WORK/$1-before.json" >/dev/null
 	local at=$(($(date +%s%N) + 3000000000)) pids=() h i=0
 	for h in s1 s2 s3; do
 		i=$((i + 1))
-		hx $h timeout 40 "$WORK/gsperf" client -src $h -to 10.71.5.1:5500 -size 1MB -flows 2 -arrivals burst -at $at \
-			-rate 50Mbit -base-rtt 500us -init-window 1MB -rto 300ms -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" >"$WORK/$1-$h.log" 2>&1 &
+		hx $h timeout 40 "$WORK/gsperf" client -timescale 10000 -src $h -to 10.71.5.1:5500 -size 256KB -flows 2 -arrivals burst -at $at \
+			-rate 50Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" >"$WORK/$1-$h.log" 2>&1 &
 		pids+=($!)
 	done
 	if [ "$1" = bfc ]; then # in the middle of the incast: sw2's congested port, and the queues sw1 holds for sw2, paused by sw2
@@ -124,15 +134,16 @@ incast() {
 		sed 's/^/     /' "$WORK/q1.txt" | head -10
 	fi
 	wait "${pids[@]}" || true
+	"$WORK/gsperf" fidelity -metrics "$URLS" -before "$WORK/$1-before.json" | sed 's/^/   /'
 	kill $SRV 2>/dev/null || true; wait $SRV 2>/dev/null || true
 	SRV=
 	python3 - "$WORK"/"$1"-s?.json <<'PY'
 import json,sys
 fl=[f for p in sys.argv[1:] for f in json.load(open(p))["flows"]]
 done=[f for f in fl if f["complete"]]
-fct=sorted(f["fct_ns"]/1e6 for f in done)
-print("   flows completed: %d of %d; FCT %s; segments retransmitted: %d" % (len(done), len(fl),
-  ("min %.0f ms, max %.0f ms" % (fct[0], fct[-1])) if fct else "-", sum(f["retransmits"] for f in fl)))
+fct=sorted(f["fct_fabric_ns"]/1e3 for f in done)
+print("   flows completed: %d of %d; FCT (fabric) %s; segments retransmitted: %d" % (len(done), len(fl),
+  ("min %.0f us, max %.0f us" % (fct[0], fct[-1])) if fct else "-", sum(f["retransmits"] for f in fl)))
 PY
 }
 
@@ -141,8 +152,8 @@ up "{}"
 echo "== ping s1 -> r2 across sw1 and sw2, and sw1's routing table (gswitchctl routes -s $NAME-sw1)"
 hx s1 ping -c 3 -i 0.2 -W 2 10.71.5.1 | tail -2 | sed 's/^/   /'
 ctl routes -s "$NAME-sw1" | sed 's/^/   /'
-echo "== incast: six 1 MB flows from s1, s2, s3 into r2's 50 Mbit/s port (2 MB of buffer), 6 MB in flight"
-incast nobfc 5s
+echo "== incast: six 256 KB flows from s1, s2, s3 into r2's 50 Gbit/s port (512 KB of buffer), 1.5 MB in flight"
+incast nobfc 500us
 nobfc=$(metric 2 "$DROPS")
 echo "   drops at sw2's port toward r2: $nobfc"
 down
@@ -154,7 +165,7 @@ hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
 # The pause frames on the wire, as sw1 receives them from sw2 (in the background, the first four).
 ctl capture sw2 -s "$NAME-sw1" -dir rx -c 4 bfc >"$WORK/capture.txt" 2>&1 &
 CAP=$!
-incast bfc 30s
+incast bfc 3ms
 bfc=$(metric 2 "$DROPS")
 kill $CAP 2>/dev/null || true; wait $CAP 2>/dev/null || true
 echo "   drops at sw2's port toward r2: $bfc"
@@ -162,10 +173,12 @@ echo "   sw2 sent $(metric 2 'gswitch_bfc_pauses_sent_total.*') pauses, $(metric
 	"sw1 received $(metric 1 'gswitch_bfc_pauses_received_total.*'), sw3 $(metric 3 'gswitch_bfc_pauses_received_total.*') pauses"
 echo "   pause frames captured on sw1's port toward sw2 (gswitchctl capture sw2 -s $NAME-sw1 -dir rx bfc):"
 sed 's/^/     /' "$WORK/capture.txt" | head -6
+echo "   how well sw2 kept time since it started (gswitchctl fidelity -s $NAME-sw2):"
+ctl fidelity -s "$NAME-sw2" 2>&1 | sed 's/^/     /' || true
 down
 
 echo
 echo "== summary: drops at the congested port: $nobfc without BFC, $bfc with BFC"
 [ "$bfc" = 0 ] && [ "$nobfc" != 0 ] && echo "   BFC pushed the backlog upstream, hop by hop, and the congested switch dropped nothing." ||
-	echo "   (a loaded machine can delay pauses by milliseconds: docs/results.md)"
+	echo "   (not as the design promises: look at the fidelity verdicts above)"
 echo "== done: everything made is removed"
