@@ -72,7 +72,8 @@ func TestTimescaleWrittenNotApplied(t *testing.T) {
 }
 
 // TestTimescaleOneChangesNothing: timescale 1, written or not, gives the
-// same configs byte for byte, for every shipped topology.
+// same configs byte for byte, for every shipped topology (those that run
+// at a timescale of their own, topologies/expresspass, taken at 1).
 func TestTimescaleOneChangesNothing(t *testing.T) {
 	files, _ := filepath.Glob("../topologies/*.yaml")
 	more, _ := filepath.Glob("../topologies/*/*.yaml")
@@ -81,8 +82,13 @@ func TestTimescaleOneChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tp.Timescale.One() || tp.TimescaleAuto {
-			t.Fatalf("%s: timescale %v", f, tp.Timescale)
+		if tp.TimescaleAuto {
+			t.Fatalf("%s: timescale auto", f)
+		}
+		if !tp.Timescale.One() {
+			if tp, err = tp.WithTimescale(1); err != nil {
+				t.Fatal(err)
+			}
 		}
 		p, err := tp.Plan()
 		if err != nil {

@@ -1,14 +1,33 @@
 #!/usr/bin/env python3
 """Tables for scripts/experiments/xpass.sh: reads its result directory,
 prints Markdown, and writes incastN-queue.json (the shared port's queue over
-time, one series per scheme) for gsperf plot -kind queue."""
+time, one series per scheme) for gsperf plot -kind queue.
+
+Times and rates are the fabric's (the runs' timescale undone: a rate x K, a
+time / K) unless a column says wall; gsperf's records carry both clocks
+(fct_ns and fct_fabric_ns, timeline_step_ns and timeline_step_fabric_ns).
+Kernel TCP runs on the wall clock only (it cannot be scaled): its rates are
+given on both clocks.
+
+usage: xpass_report.py OUT RATEBITS K NS INCAST_NS NAIVE_NS FEEDBACK_NS TCP_SECS
+  RATEBITS  every link's rate in the fabric's bit/s
+  K         the timescale the runs ran at
+  *_NS      the scenarios' durations in fabric ns
+  TCP_SECS  how long (wall) iperf3 ran
+"""
 import glob
 import json
 import math
 import os
 import sys
 
-out, ratebits, secs, ns = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4].split()
+out, ratebits, k = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+ns = sys.argv[4].split()
+incast_ns, naive_ns, feedback_ns = (float(x) for x in sys.argv[5:8])
+tcp_secs = float(sys.argv[8])
+# The payload credits let through a link: a credit (84 bytes on the wire)
+# releases one 1538-byte frame with 1408 bytes of gsperf payload.
+payload = ratebits * 1408 / 1622
 
 
 def prom(path):
@@ -16,8 +35,8 @@ def prom(path):
     for line in open(path):
         if line.startswith("#") or not line.strip():
             continue
-        k, v = line.rsplit(" ", 1)
-        m[k] = float(v)
+        key, v = line.rsplit(" ", 1)
+        m[key] = float(v)
     return m
 
 
@@ -26,16 +45,16 @@ def deltas(run):
     for before in glob.glob(f"{run}/before-sw*.prom"):
         sw = before.split("-")[-1][:-5]
         b, a = prom(before), prom(before.replace("before-", "after-"))
-        d[sw] = {k: v - b.get(k, 0.0) for k, v in a.items()}
+        d[sw] = {key: v - b.get(key, 0.0) for key, v in a.items()}
     return d
 
 
 def data_drops(d):
-    return sum(v for m in d.values() for k, v in m.items() if k.startswith("gswitch_drops_total{") and 'reason="lane_full"' not in k)
+    return sum(v for m in d.values() for key, v in m.items() if key.startswith("gswitch_drops_total{") and 'reason="lane_full"' not in key)
 
 
 def credit_drops(d):
-    return sum(v for m in d.values() for k, v in m.items() if k.startswith("gswitch_expresspass_credits_dropped_total{"))
+    return sum(v for m in d.values() for key, v in m.items() if key.startswith("gswitch_expresspass_credits_dropped_total{"))
 
 
 def queue(d, sw, port):
@@ -43,10 +62,10 @@ def queue(d, sw, port):
     (packets) data packets found on sw's port; and their number."""
     pre = "gswitch_expresspass_data_queue_packets_bucket{"
     bs = []
-    for k, v in d.get(sw, {}).items():
-        if not k.startswith(pre):
+    for key, v in d.get(sw, {}).items():
+        if not key.startswith(pre):
             continue
-        labels = dict(kv.split("=", 1) for kv in k[len(pre):-1].split(","))  # in whatever order the exposition has them
+        labels = dict(kv.split("=", 1) for kv in key[len(pre):-1].split(","))  # in whatever order the exposition has them
         if labels.get("port") != f'"{port}"':
             continue
         le = labels["le"].strip('"')
@@ -72,29 +91,45 @@ def jain(x):
     return sum(x) ** 2 / (len(x) * sum(v * v for v in x)) if x and sum(x) else 0
 
 
-def xp_rates(run, lo, hi):
-    rates, fcts, mech = [], [], []
+def verdict(run):
+    """VALID or INVALID and the line time lost, from gsperf fidelity's JSON."""
+    try:
+        v = json.load(open(f"{run}/fidelity.json"))
+    except (OSError, ValueError):
+        return "-"
+    lost = v.get("line_time_lost_percent", 0)
+    late = v.get("lateness_p99_frames", 0)
+    delay = v.get("delay_error_p99_frames", 0)
+    return f"{'VALID' if v.get('valid') else 'INVALID'} (lateness {late:.2f}, delay error {delay:.2f} frames; {lost:.2f}% lost)"
+
+
+def xp_rates(run, lo_ns, hi_ns):
+    """Each flow's goodput (fabric bit/s) between lo and hi fabric ns after
+    the common start, from the timelines; completion times (fabric ms)."""
+    rates, fcts = [], []
     for f in sorted(glob.glob(f"{run}/flow-*.json"), key=lambda p: int(p.split("-")[-1][:-5])):
         r = json.load(open(f))["flows"][0]
         tl = r.get("timeline") or [0]
-        at = lambda t: tl[min(max(int(round(t * 10)) - 1, 0), len(tl) - 1)]
-        rates.append((at(hi) - at(lo)) * 8 / (hi - lo))
-        fcts.append(r["fct_ns"] / 1e9 if r["complete"] else math.inf)
-        mech.append(r.get("mech", {}))
-    return rates, fcts, mech
+        step = r.get("timeline_step_fabric_ns") or r.get("timeline_step_ns") * k
+
+        def at(t):
+            i = int(round(t / step)) - 1
+            return 0 if i < 0 else tl[min(i, len(tl) - 1)]
+
+        rates.append((at(hi_ns) - at(lo_ns)) * 8 / ((hi_ns - lo_ns) / 1e9))
+        fct = r.get("fct_fabric_ns") or r["fct_ns"] / k
+        fcts.append(fct / 1e6 if r["complete"] else math.inf)
+    return rates, fcts
 
 
-def tcp_rates(run, lo, hi):
+def tcp_rates(run):
+    """Each iperf3 flow's goodput (wall bit/s) over its run, as its receiver counted it."""
     rates = []
     for f in sorted(glob.glob(f"{run}/iperf-*.json"), key=lambda p: int(p.split("-")[-1][:-5])):
         try:
-            d = json.load(open(f))
-        except ValueError:
+            rates.append(json.load(open(f))["end"]["sum_received"]["bits_per_second"])
+        except (ValueError, KeyError):
             rates.append(0)
-            continue
-        bits = sum(iv["sum"]["bits_per_second"] * (iv["sum"]["end"] - iv["sum"]["start"]) for iv in d.get("intervals", [])
-                   if iv["sum"]["start"] >= lo - 1e-6 and iv["sum"]["end"] <= hi + 1e-6)
-        rates.append(bits / (hi - lo))
     return rates
 
 
@@ -103,62 +138,66 @@ def watch_series(run, sw, port):
     if not os.path.exists(path):
         return None, None
     s = json.load(open(path))
-    keys = [k for k in s["bytes"] if k.split("/")[0] == port]
+    keys = [key for key in s["bytes"] if key.split("/")[0] == port]
     if not keys:
-        return s["step_ns"], []
-    n = max(len(s["bytes"][k]) for k in keys)
-    return s["step_ns"], [sum(s["bytes"][k][i] for k in keys if i < len(s["bytes"][k])) for i in range(n)]
+        return s, []
+    n = max(len(s["bytes"][key]) for key in keys)
+    return s, [sum(s["bytes"][key][i] for key in keys if i < len(s["bytes"][key])) for i in range(n)]
 
 
-print(f"Rate {ratebits / 1e6:.0f} Mbit/s on every link; load {open(out + '/load.txt').read().strip()}.\n")
+lo, hi = 0.5e6, incast_ns - 0.5e6  # the N-to-1's steady window, fabric ns
+print(f"Every link {ratebits / 1e9:g} Gbit/s (fabric) at timescale {k:g}: {ratebits / k / 1e6:g} Mbit/s on this machine; "
+      f"credits let {payload / 1e9:.3f} Gbit/s of payload through a link. {open(out + '/load.txt').read().strip()}\n")
+print("Times and rates are the fabric's (wall / K, x K) unless marked wall. Fidelity: the switches' verdict over each run "
+      "(lateness p99 and delay error p99 in frame times of the fastest link, the most line time a port lost; fidelity.txt in each run says why a run is INVALID). "
+      f"Kernel TCP (iperf3) ran {tcp_secs:g} s of wall time: its goodput is the bytes its receivers counted over that time (the buffer drains after it), "
+      "given on both clocks.\n")
 for n in ns:
     print(f"### {n}-to-1 (topologies/expresspass/incast.yaml)\n")
-    print("| scheme | goodput in [0.5, 1.5] s (Mbit/s) | Jain there | Jain, whole flows | data drops | credit drops | queue sw1->sw2 p50 / p99 / max (packets) | queue sw2->r1 p50 / p99 / max | slowest flow (s) | thread lateness, time-weighted p99 / max |")
+    print(f"| scheme | goodput in [{lo / 1e6:g}, {hi / 1e6:g}] ms (Gbit/s) | of the credits' | Jain there | data drops | credit drops "
+          "| queue sw1->sw2 p50 / p99 / max (packets) | queue sw2->r1 p50 / p99 / max | slowest flow (ms) | fidelity |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    merged = {"metrics": "xpass.sh", "step_ns": 5_000_000, "bytes": {}}
+    merged = {"metrics": "xpass.sh", "step_ns": 20_000_000, "timescale": k, "bytes": {}}
     for scheme in ("xpass", "naive", "tcp-fifo", "tcp-sfq"):
         run = f"{out}/incast{n}-{scheme}"
         if not os.path.isdir(run):
             continue
         d = deltas(run)
-        whole = "-"
         if scheme.startswith("tcp"):
-            rates, slow = tcp_rates(run, 0.5, 1.5), "-"
+            # Kernel TCP runs at the wall rate; x K is what the fabric's time makes of it.
+            rates, slow = tcp_rates(run), "-"
+            good = f"{sum(rates) * k / 1e9:.3f} ({sum(rates) / 1e6:.2f} Mbit/s wall, receivers)"
         else:
-            rates, fcts, _ = xp_rates(run, 0.5, 1.5)
+            rates, fcts = xp_rates(run, lo, hi)
             slow = f"{max(fcts):.2f}"
-            if all(f != math.inf for f in fcts):
-                whole = f"{jain([1 / f for f in fcts]):.3f}"
-        lat = "-"
-        if os.path.exists(f"{run}/latency.txt"):
-            t = open(f"{run}/latency.txt").read()
-            if "time-weighted p99" in t:
-                lat = t.split("time-weighted p99 ")[1].split(",")[0] + " / " + t.split("max ")[1].split(" ")[0]
+            good = f"{sum(rates) / 1e9:.3f}"
         qa, qb = queue(d, "sw1", "sw2"), queue(d, "sw2", "r1")
         qs = lambda q: "-" if q is None else f"{fmt(q[0])} / {fmt(q[1])} / {fmt(q[2])}"
-        print(f"| {scheme} | {sum(rates) / 1e6:.1f} | {jain(rates):.3f} | {whole} | {data_drops(d):.0f} | {credit_drops(d):.0f} | {qs(qa)} | {qs(qb)} | {slow} | {lat} |")
-        step, series = watch_series(run, "sw1", "sw2")
+        share = "-" if scheme.startswith("tcp") else f"{sum(rates) / payload:.3f}"
+        print(f"| {scheme} | {good} | {share} | {jain(rates):.3f} | {data_drops(d):.0f} | {credit_drops(d):.0f} | {qs(qa)} | {qs(qb)} | {slow} | {verdict(run)} |")
+        s, series = watch_series(run, "sw1", "sw2")
         if series:
-            merged["step_ns"] = step
+            merged["step_ns"] = s["step_ns"]
+            merged["step_fabric_ns"] = s.get("step_fabric_ns", s["step_ns"] / k)
             merged["bytes"][f"sw2 {scheme}"] = series
     json.dump(merged, open(f"{out}/incast{n}-queue.json", "w"))
     print()
 
-line = ratebits * 1408 / 1538 * 1538 / 1622  # payload of a link whose credits take 84/1622
-lo, hi = 0.5, secs - 0.5
-print(f"### Parking lot (topologies/expresspass/parking-lot.yaml): share of a link's payload rate in [{lo}, {hi}] s\n")
-print("| credits | long | p1 | p2 | link 1 | link 2 |")
-print("|---|---|---|---|---|---|")
-for m in ("naive", "xpass"):
-    run = f"{out}/parking-{m}"
-    if os.path.isdir(run):
-        r = [x / line for x in xp_rates(run, lo, hi)[0]]
-        print(f"| {'naive' if m == 'naive' else 'feedback'} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {r[0] + r[1]:.3f} | {r[0] + r[2]:.3f} |")
-print(f"\n### Multi-bottleneck (topologies/expresspass/multi-bottleneck.yaml): share of snd's link in [{lo}, {hi}] s\n")
-print("| credits | f0 (to r0) | f1 (to r1) | f2 (to r2) | f0 / mean(f1, f2) | Jain |")
-print("|---|---|---|---|---|---|")
-for m in ("naive", "xpass"):
-    run = f"{out}/multi-{m}"
-    if os.path.isdir(run):
-        r = [x / line for x in xp_rates(run, lo, hi)[0]]
-        print(f"| {'naive' if m == 'naive' else 'feedback'} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {2 * r[0] / max(r[1] + r[2], 1e-9):.2f} | {jain(r):.3f} |")
+for title, tag, cols, links in (
+        ("Parking lot (topologies/expresspass/parking-lot.yaml, the paper's Fig. 4b)", "parking", ("long", "p1", "p2"),
+         lambda r: f"{r[0] + r[1]:.3f} | {r[0] + r[2]:.3f}"),
+        ("Multi-bottleneck (topologies/expresspass/multi-bottleneck.yaml, the paper's Fig. 4a)", "multi", ("f0 (to r0)", "f1 (to r1)", "f2 (to r2)"),
+         lambda r: f"{2 * r[0] / max(r[1] + r[2], 1e-9):.2f} | {jain(r):.3f}")):
+    print(f"### {title}: each flow's share of what credits let through a link\n")
+    extra = "link 1 | link 2" if tag == "parking" else "f0 / mean(f1, f2) | Jain"
+    print(f"| credits | window (ms) | {' | '.join(cols)} | {extra} | fidelity |")
+    print("|---|---|---|---|---|---|---|---|")
+    for m, dur, start in (("naive", naive_ns, 1e6), ("xpass", feedback_ns, 3e6)):
+        run = f"{out}/{tag}-{m}"
+        if not os.path.isdir(run):
+            continue
+        end = dur - 0.1e6
+        start = min(start, dur / 2)
+        r = [x / payload for x in xp_rates(run, start, end)[0]]
+        print(f"| {'naive' if m == 'naive' else 'feedback'} | [{start / 1e6:g}, {end / 1e6:g}] | {' | '.join(f'{x:.3f}' for x in r)} | {links(r)} | {verdict(run)} |")
+    print()
