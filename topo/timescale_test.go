@@ -72,7 +72,7 @@ func TestTimescaleWrittenNotApplied(t *testing.T) {
 }
 
 // TestTimescaleOneChangesNothing: timescale 1, written or not, gives the
-// same configs byte for byte, for every shipped topology.
+// same configs byte for byte, for every shipped topology at timescale 1.
 func TestTimescaleOneChangesNothing(t *testing.T) {
 	files, _ := filepath.Glob("../topologies/*.yaml")
 	more, _ := filepath.Glob("../topologies/*/*.yaml")
@@ -81,8 +81,11 @@ func TestTimescaleOneChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tp.Timescale.One() || tp.TimescaleAuto {
-			t.Fatalf("%s: timescale %v", f, tp.Timescale)
+		if tp.TimescaleAuto {
+			t.Fatalf("%s: timescale auto", f)
+		}
+		if !tp.Timescale.One() {
+			continue // a fabric at its own K (the papers' parameters): nothing to compare with 1
 		}
 		p, err := tp.Plan()
 		if err != nil {
