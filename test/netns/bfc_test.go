@@ -270,7 +270,7 @@ func TestBFCIncastNoDropsAtTheCongestedSwitch(t *testing.T) {
 		at := time.Now().Add(3 * time.Second)
 		peaks := queuePeaks(r.Switches[1].Metrics, "r2", at, 400) // 1.5 MB take 240 us at 50 Gbit/s
 		if on {
-			incast(t, r, true, at, append(args, "-timeout", "5ms")...)
+			incast(t, r, true, at, append(args, "-timeout", "1ms")...) // 10 s here; the incast needs 240 us
 		} else {
 			// Without BFC the flows lose segments and back off: give up after
 			// 0.5 ms of the fabric (5 s here), the drops are what counts.
@@ -598,7 +598,7 @@ func TestBFCHostsHonourPauses(t *testing.T) {
 		"sw1": queuePeaks(r.Switches[0].Metrics, "sw2", at, 400),
 		"sw3": queuePeaks(r.Switches[2].Metrics, "sw2", at, 400),
 	}
-	outs := incast(t, r, true, at, "-size", "256KB", "-flows", "2", "-mode", "bfc", "-init-window", "256KB", "-timeout", "5ms")
+	outs := incast(t, r, true, at, "-size", "256KB", "-flows", "2", "-mode", "bfc", "-init-window", "256KB", "-timeout", "1ms")
 	m := map[string]map[string]float64{}
 	for _, sw := range []string{"sw1", "sw2", "sw3"} {
 		m[sw] = scrapeOf(t, r, sw)

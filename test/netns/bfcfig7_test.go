@@ -112,13 +112,23 @@ func TestBFCFig7(t *testing.T) {
 	util := (wire(b) - wire(a)) * 8 / rate / dt
 	// Per interval: the mean queue of a flow (the queues' time integral over
 	// the interval, halved) and the highest peak of a queue.
+	// (Without BFC, GSWITCH_TEST_MECH_OFF, there are no BFC metrics: the
+	// queues' depths at the scrapes stand in for both.)
 	integ := func(s metricSample) float64 { return total(s.M, "gswitch_bfc_queue_byte_seconds_total{") }
+	bfc := integ(b) > 0
 	var means, peaks []float64
 	for i := 1; i < len(W); i++ {
-		means = append(means, (integ(W[i])-integ(W[i-1]))/W[i].T.Sub(W[i-1].T).Seconds()/2)
-		peaks = append(peaks, largest(W[i].M, "gswitch_bfc_queue_watermark_bytes{"))
+		mean := (integ(W[i]) - integ(W[i-1])) / W[i].T.Sub(W[i-1].T).Seconds() / 2
+		if !bfc {
+			mean = total(W[i].M, "gswitch_queue_depth_bytes{") / 2
+		}
+		means = append(means, mean)
+		peaks = append(peaks, max(largest(W[i].M, "gswitch_bfc_queue_watermark_bytes{"), largest(W[i].M, "gswitch_queue_depth_bytes{")))
 	}
 	meanAll := (integ(b) - integ(a)) / dt / 2
+	if !bfc {
+		meanAll = median(means)
+	}
 	meanFlow := median(means)
 	slices.Sort(peaks)
 	peak90 := peaks[len(peaks)*9/10]
