@@ -312,26 +312,21 @@ func TestBFCIncastNoDropsAtTheCongestedSwitch(t *testing.T) {
 				t.Errorf("%s: %v watchdog resumes: bitmaps did not keep the pauses fresh", up, n)
 			}
 		}
-		// What Sw2's queues may hold. A queue is paused once it holds more
-		// than Th = HRTT x rate / N_active, at most HRTT x 50 Gbit/s (one
-		// active queue); its upstreams keep sending for one HRTT after that,
-		// at most the 2 x 100 Gbit/s of the two upstream links (two flows
-		// may share a queue: a flow that comes back after its sticky time
-		// and finds its queue taken shares it, section 3.3.2, counted as
-		// sticky_reuse); plus two frames (the frame that finds the queue
+		// What a queue of Sw2's port may hold. It is paused once it holds
+		// more than Th = HRTT x rate / N_active, at most HRTT x 50 Gbit/s
+		// (one active queue); its upstreams keep sending for one HRTT after
+		// that, at most the 2 x 100 Gbit/s of the two upstream links (two
+		// flows may share a queue: a flow that comes back after its sticky
+		// time and finds its queue taken shares it, section 3.3.2, counted
+		// as sticky_reuse); plus two frames (the frame that finds the queue
 		// above Th is counted with it, and the upstream port's frame already
-		// on the line when the PAUSE arrives). The port together: six such
-		// queues, the two links bringing at most 2 x 100 Gbit/s in all.
-		const n = 6
+		// on the line when the PAUSE arrives). The queues' peaks summed over
+		// an interval (logged) is no bound on the port: they need not come
+		// at once.
 		one := lineHRTT*lineR2Rate/8 + lineHRTT*2*lineRate/8 + 2*wireFrame
-		port := n*lineHRTT*lineR2Rate/8 + lineHRTT*2*lineRate/8 + 2*n*wireFrame
 		if p[0] > one {
 			t.Errorf("a queue of sw2's port toward r2 held %.1f KB, more than the %.1f KB BFC lets in (HRTT x 50 Gbit/s + HRTT x 200 Gbit/s + 2 frames)",
 				p[0]/1e3, one/1e3)
-		}
-		if p[1] > port {
-			t.Errorf("sw2's port toward r2 held up to %.1f KB (its queues' peaks over 10 us, summed), more than the %.1f KB BFC lets in (%d x HRTT x 50 Gbit/s + HRTT x 200 Gbit/s + %d frames)",
-				p[1]/1e3, port/1e3, n, 2*n)
 		}
 	}
 }
@@ -635,25 +630,22 @@ func TestBFCHostsHonourPauses(t *testing.T) {
 	}
 	// What the senders' switches hold toward Sw2. A queue is paused once
 	// it holds more than Th = HRTT x 100 Gbit/s / N_active (at most HRTT x
-	// 100 Gbit/s), and its hosts keep sending for the HRTT the pause takes
-	// to stop them, at most their links' 100 Gbit/s each (the flows of two
-	// hosts may share a queue, as in the incast test); plus two frames (the
-	// frame that finds it above Th, the one on the host's line) and the
-	// four segments a paced host sends back to back (gsperf -pace-burst).
-	// The port together: a queue per flow (four on Sw1, two on Sw3), the
-	// hosts' links bringing at most 100 Gbit/s each in that HRTT. Hosts
+	// 100 Gbit/s: a queue whose neighbours Sw2 paused is the only active
+	// one), and its hosts keep sending for the HRTT the pause takes to stop
+	// them, at most their links' 100 Gbit/s each (the flows of two hosts
+	// may share a queue, as in the incast test); plus two frames (the frame
+	// that finds it above Th, the one on the host's line) and the four
+	// segments a paced host sends back to back (gsperf -pace-burst). Hosts
 	// that ignored the pauses would leave their windows there (1 MB on Sw1).
 	for _, c := range []struct {
-		sw           string
-		flows, hosts float64
-	}{{"sw1", 4, 2}, {"sw3", 2, 1}} {
+		sw    string
+		hosts float64
+	}{{"sw1", 2}, {"sw3", 1}} {
 		p := <-peaks[c.sw]
 		one := lineHRTT*lineRate/8 + c.hosts*lineHRTT*lineRate/8 + (2+4)*wireFrame
-		port := c.flows*lineHRTT*lineRate/8 + c.hosts*lineHRTT*lineRate/8 + c.flows*(2+4)*wireFrame
-		t.Logf("%s toward sw2: its largest queue %.1f KB (bound %.1f KB), its queues together %.1f KB at most (bound %.1f KB)", c.sw, p[0]/1e3, one/1e3, p[1]/1e3, port/1e3)
-		if p[0] > one || p[1] > port {
-			t.Errorf("%s's queues toward sw2 held up to %.1f KB in one queue, %.1f KB together: more than a pause lets in before its host stops (%.1f KB, %.1f KB)",
-				c.sw, p[0]/1e3, p[1]/1e3, one/1e3, port/1e3)
+		t.Logf("%s toward sw2: its largest queue %.1f KB (bound %.1f KB); its queues' peaks summed over 10 us %.1f KB at most", c.sw, p[0]/1e3, one/1e3, p[1]/1e3)
+		if p[0] > one {
+			t.Errorf("a queue of %s toward sw2 held %.1f KB: more than a pause lets in before its host stops (%.1f KB)", c.sw, p[0]/1e3, one/1e3)
 		}
 	}
 }

@@ -356,22 +356,23 @@ func TestGsperfPFabricStampsRemainingSize(t *testing.T) {
 
 // pFabric's fabric in TestPFabricServesFlowsOneAtATime (seed 002, section
 // 5: 10 Gbit/s edge links, a fabric RTT of 14.6 us, qSize = 2 BDP = 36 KB,
-// RTO = 3 RTT = 45 us), run at timescale 2000 (5 Mbit/s on this machine, a
-// frame time of 2.5 ms): the hosts' gsperf runs on the wall clock of a
-// loaded machine whose ordinary threads wake tens of milliseconds late at
-// times, and 45 us of the fabric is 90 ms here.
+// RTO = 3 RTT = 45 us), run at timescale 5000 (2 Mbit/s on this machine, a
+// frame time of 6 ms): the hosts' gsperf runs its timers on ordinary
+// threads of a loaded machine, which wake up to 20 ms late at times; that
+// is 4 us of the fabric here (at timescale 2000, 10 us: a switch from one
+// flow to the next came 10 us past its bound in one run of five).
 const (
-	pfK     = 2000
-	pfRate  = 10e9      // bit/s
-	pfSize  = 1_000_000 // bytes per flow: 55 BDPs
-	pfDelay = "3us"     // each link, both ways: 4 x 3 us + two frames' time = a 14.5 us RTT
+	pfK     = 5000
+	pfRate  = 10e9    // bit/s
+	pfSize  = 500_000 // bytes per flow: 27 BDPs
+	pfDelay = "3us"   // each link, both ways: 4 x 3 us + two frames' time = a 14.5 us RTT
 )
 
 // TestPFabricServesFlowsOneAtATime: three equal pfabric-mode transfers
 // from three hosts, each paced to the 10 Gbit/s line rate, start 5 us of
 // the fabric apart into a 10 Gbit/s pfabric port (buffer 2 x rate x 15 us
-// = 37.5 KB, RTO 3 x 15 us = 45 us: the paper's). pFabric serves the flow with the
-// least left first (the first to start, then the second), so they finish
+// = 37.5 KB, RTO 3 x 15 us = 45 us: the paper's). pFabric serves the flow
+// with the least left first (the first to start, then the second), so they finish
 // one after the other, the i-th at about i times one flow's ideal time T
 // (its bytes at 10 Gbit/s), and the last when all the bytes could have
 // left: 3T. The i-th completion (since the first start) must be at least
@@ -383,7 +384,7 @@ const (
 // port that shared among the flows would finish the first at 3T.
 //
 // With GSWITCH_TEST_MECH_OFF=pfabric the port runs DRR over the flows
-// instead, they finish together, and the test fails on the first two.
+// instead, they share it and finish late, and the test fails on all three.
 func TestPFabricServesFlowsOneAtATime(t *testing.T) {
 	tp := NewTopo(t, 4)
 	port := "rate: 10Gbit\nrtt: 15us\nscheduler: pfabric\nmechanisms: {pfabric: {rank: gsperf}}"
