@@ -378,9 +378,11 @@ const (
 // left: 3T. The i-th completion (since the first start) must be at least
 // i T less 2% (no flow is faster than the bytes before it and its own;
 // the ideal counts headers approximately) and at most i T + (i - 1) x (RTO
-// + RTT) + RTT: the first flow takes its bytes and an RTT, and each switch
-// to the next flow costs at most an RTO (the next flow's probe finds the
-// port free within one) and the RTT it takes to fill the port again. A
+// + RTT) + RTT + 6 us: the first flow takes its bytes and an RTT, each
+// switch to the next flow costs at most an RTO (the next flow's probe finds
+// the port free within one) and the RTT it takes to fill the port again,
+// and the hosts' own time, on this machine's clock, adds up to 30 ms of it
+// (an ordinary thread's late wake-up under load: 6 us of the fabric). A
 // port that shared among the flows would finish the first at 3T.
 //
 // With GSWITCH_TEST_MECH_OFF=pfabric the port runs DRR over the flows
@@ -406,11 +408,11 @@ func TestPFabricServesFlowsOneAtATime(t *testing.T) {
 	T := results.Ideal(pfSize, pfRate, 0, 1408, 130) / 1e9 // s of the fabric
 	t.Logf("pFabric, three %d KB flows: completions since the first start %.1f, %.1f, %.1f us of the fabric = %.3f, %.3f, %.3f T (T = %.1f us, one flow's bytes at 10 Gbit/s); evictions %v",
 		pfSize/1000, fct[0]*1e6, fct[1]*1e6, fct[2]*1e6, fct[0]/T, fct[1]/T, fct[2]/T, T*1e6, sw.Scrape()[`gswitch_drops_total{port="p4",reason="evicted"}`])
-	const rto, rtt = 45e-6, 15e-6
+	const rto, rtt, hosts = 45e-6, 15e-6, 30e-3 / pfK
 	for i, c := range fct {
-		lo, hi := 0.98*float64(i+1)*T, float64(i+1)*T+float64(i)*(rto+rtt)+rtt
+		lo, hi := 0.98*float64(i+1)*T, float64(i+1)*T+float64(i)*(rto+rtt)+rtt+hosts
 		if c < lo || c > hi {
-			t.Errorf("flow %d finished %.1f us after the first start, want %.1f to %.1f us (%d T - 2%% to %d T + %d (RTO + RTT) + RTT)", i+1, c*1e6, lo*1e6, hi*1e6, i+1, i+1, i)
+			t.Errorf("flow %d finished %.1f us after the first start, want %.1f to %.1f us (%d T - 2%% to %d T + %d (RTO + RTT) + RTT + 6 us)", i+1, c*1e6, lo*1e6, hi*1e6, i+1, i+1, i)
 		}
 	}
 }
