@@ -54,10 +54,9 @@ type metricSample struct {
 // keeping the lines keep accepts, in order. A scrape reads (and so clears)
 // watermark gauges such as gswitch_bfc_queue_watermark_bytes: a sample
 // then holds the highest value since the one before. Few scrapes on
-// purpose: each one makes gswitchd allocate, and a collection of its
-// garbage stops its workers for as long as its other threads wait for a
-// CPU (the Go runtime stops the world), which on a loaded machine shows as
-// wake-ups tens of milliseconds late.
+// purpose: each makes gswitchd allocate, and its garbage collections stop
+// the world, its realtime workers included, for as long as its ordinary
+// threads wait for a CPU on a loaded machine.
 func scrapeAt(addr string, keep func(string) bool, at ...time.Time) <-chan []metricSample {
 	c := make(chan []metricSample, 1)
 	go func() {
