@@ -73,7 +73,7 @@ func TestTimescaleWrittenNotApplied(t *testing.T) {
 
 // TestTimescaleOneChangesNothing: timescale 1, written or not, gives the
 // same configs byte for byte, for every shipped topology (those that run
-// at a timescale of their own, topologies/expresspass, taken at 1).
+// at a timescale of their own taken at 1).
 func TestTimescaleOneChangesNothing(t *testing.T) {
 	files, _ := filepath.Glob("../topologies/*.yaml")
 	more, _ := filepath.Glob("../topologies/*/*.yaml")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # sfc-incast.sh — SFC's comparison (seed 003: Fig. 1, Table 2; the spec's
 # section 2.3 "most diagnostic on our testbed") in one run: the same
-# 16-to-1 incast on the dumbbell of topologies/sfc-dumbbell.yaml under every
-# ablation, side by side.
+# 16-to-1 incast on the dumbbell of topologies/sfc-dumbbell.yaml (the
+# paper's 100 Gbit/s links with 1 us of propagation, SFC's rtt 10 us, run
+# at the file's timescale, 10000) under every ablation, side by side.
 #
 #   tcp            no SFC: kernel TCP (iperf3, one transfer per sender, hosts held to the line rate by a tbf qdisc)
 #   off            no SFC: gsperf flows; the switches only measure
@@ -12,32 +13,41 @@
 #   estimator      SFC + the incast estimator at sw1 (destination r1)
 #
 # gsperf runs without congestion control, as the paper's Fig. 1: each
-# sender paced at its line rate RATE, a window larger than its flow, so
-# only a BTS slows it down (-mode sfc) or nothing does (-mode plain).
+# sender paced at its line rate, a window larger than its flow, so only a
+# BTS slows it down (-mode sfc) or nothing does (-mode plain); it runs at
+# the topology's timescale (-timescale K) with every flag in the fabric's
+# units. Kernel TCP (mode tcp) keeps its own timers on this machine's clock
+# (docs/topology.md, Timescale): a baseline of what a host stack does, not
+# the paper's.
 #
 # Each mode brings the topology up afresh (gswitchd's counters and peak
 # start at zero), starts a background sender (b1 -> r2: BG_FLOWS flows of
-# BG_SIZE at BG_LOAD of RATE, sharing the sw1 -> sw2 link) and, 300 ms
-# later, the incast: 16 senders, one SIZE flow each, starting one by one
-# SPREAD_US apart (16 x 1 ms: about 5 base RTTs, the spec's window), to
-# r1. It samples r1's queue every 25 ms around the incast (the peak and
-# p99 come from the switch: gswitch_sfc_queue_peak_bytes and the depth
-# histogram), keeps the switches' metrics at the end and every flow. Then
-# scripts/experiments/sfc-report writes table.md and the plots into OUT.
+# BG_SIZE at BG_LOAD of the line rate, sharing the sw1 -> sw2 link) and,
+# 300 us of the fabric later, the incast: 16 senders, one SIZE flow each,
+# starting one by one over WINDOW_US (the paper's 50 us synchronisation
+# window), to r1. It samples r1's queue every WATCH_US of the fabric around
+# the incast (the peak and p99 come from the switch:
+# gswitch_sfc_queue_peak_bytes and the depth histogram), keeps the
+# switches' metrics at the end, every flow, and the run's fidelity verdict
+# (gsperf fidelity: were the switches on time?). Then
+# scripts/experiments/sfc-report writes table.md and the plots into OUT,
+# times in the fabric's units.
 #
 # Every mode runs REPEAT times (default 3), the modes taking turns; the
-# table gives the median peak with its range and pools the flows of the
-# runs.
+# table gives the median peak with its range, pools the flows of the runs
+# and counts the valid runs.
 #
-#   sudo scripts/experiments/sfc-incast.sh          # about 10 minutes
+#   sudo scripts/experiments/sfc-incast.sh          # 18 runs of about 25 s
 #   MODES="off ingress_cache" sudo -E scripts/experiments/sfc-incast.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 MODES=${MODES:-"tcp off egress ingress ingress_cache estimator"}
-N=16 SIZE=${SIZE:-100000} SPREAD_US=${SPREAD_US:-1000} RATE=${RATE:-10Mbit} BASE_RTT=${BASE_RTT:-3ms}
-BG_FLOWS=${BG_FLOWS:-40} BG_SIZE=${BG_SIZE:-20000} BG_LOAD=${BG_LOAD:-0.3} LEAD_S=${LEAD_S:-15} REPEAT=${REPEAT:-3} PACE_BURST=${PACE_BURST:-8}
+N=16 SIZE=${SIZE:-400000} WINDOW_US=${WINDOW_US:-50} SFC_RTT=${SFC_RTT:-10us} BASE_RTT=${BASE_RTT:-10us} WATCH_US=${WATCH_US:-5}
+BG_FLOWS=${BG_FLOWS:-40} BG_SIZE=${BG_SIZE:-20000} BG_LOAD=${BG_LOAD:-0.3} LEAD_S=${LEAD_S:-15} REPEAT=${REPEAT:-3} PACE_BURST=${PACE_BURST:-4}
+K=${TIMESCALE:-$(sed -n 's/^timescale: *\([0-9.e+]*\).*/\1/p' topologies/sfc-dumbbell.yaml)}
+K=${K:-1}
 OUT=${OUT:-results-sfc-incast-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -54,13 +64,20 @@ go build -o "$WORK/gsperf" ./cmd/gsperf
 go build -o "$WORK/sfc-report" ./scripts/experiments/sfc-report
 G=$WORK/gsperf
 ns() { echo "sfcdb-$1"; }
+SW=sw1=http://127.0.0.1:9561/metrics,sw2=http://127.0.0.1:9562/metrics
+# This machine's side of the fabric's figures: the line rate for tbf (mode
+# tcp), the watch's step and span.
+WALL_RATE=$(python3 -c "print(f'{100e9/$K/1e6:g}mbit')")
+WATCH_WALL=$(python3 -c "print(f'{$WATCH_US*$K/1e3:g}ms')")
+WATCH_SPAN=$(python3 -c "print(f'{($N*$SIZE*8/100e9 + ($WINDOW_US + 300)*1e-6)*$K + 2:.1f}s')")
 
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "kernel: $(uname -r); cpus: $(nproc)"
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "params: N=$N SIZE=$SIZE SPREAD_US=$SPREAD_US RATE=$RATE BASE_RTT=$BASE_RTT BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD LEAD_S=$LEAD_S REPEAT=$REPEAT PACE_BURST=$PACE_BURST"
+	echo "timescale: $K (fabric times; this machine runs them $K times longer)"
+	echo "params: N=$N SIZE=$SIZE WINDOW_US=$WINDOW_US SFC_RTT=$SFC_RTT BASE_RTT=$BASE_RTT WATCH_US=$WATCH_US BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD LEAD_S=$LEAD_S REPEAT=$REPEAT PACE_BURST=$PACE_BURST"
 } >"$OUT/env.txt"
 
 # prune keeps a run's directory small: of the metrics, the families the
@@ -85,11 +102,11 @@ run() {
 	d=$OUT/$mode/$rep
 	mkdir -p "$d"
 	case $mode in
-	tcp | off) keys="{mode: off, rtt: $BASE_RTT}" ;;
-	estimator) keys="{mode: ingress_cache, rtt: $BASE_RTT, estimator: true, estimator_destinations: [10.2.1.1], estimator_rate: $RATE}" ;;
-	*) keys="{mode: $mode, rtt: $BASE_RTT}" ;;
+	tcp | off) keys="{mode: off, rtt: $SFC_RTT}" ;;
+	estimator) keys="{mode: ingress_cache, rtt: $SFC_RTT, estimator: true, estimator_destinations: [10.2.1.1], estimator_rate: 100Gbit}" ;;
+	*) keys="{mode: $mode, rtt: $SFC_RTT}" ;;
 	esac
-	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys}|" -e "s|link: {rate: [^,]*,|link: {rate: $RATE,|" topologies/sfc-dumbbell.yaml >"$TOPO"
+	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys}|" -e "s|^timescale: .*|timescale: $K|" topologies/sfc-dumbbell.yaml >"$TOPO"
 	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" >"$d/up.log"
 	# Every sender reaches r1 (and the switches have resolved everything) before the clock starts.
 	for i in $(seq 1 $N); do ip netns exec "$(ns s$i)" ping -c 1 -W 1 10.2.1.1 >/dev/null; done
@@ -99,38 +116,36 @@ run() {
 	if [ "$mode" = tcp ]; then
 		for i in $(seq 1 $N); do
 			ip netns exec "$(ns r1)" iperf3 -s -1 -p $((5200 + i)) >/dev/null 2>&1 &
-			ip netns exec "$(ns s$i)" tc qdisc replace dev eth0 root tbf rate "${RATE,,}" burst 4kb latency 50ms
+			ip netns exec "$(ns s$i)" tc qdisc replace dev eth0 root tbf rate "$WALL_RATE" burst 4kb latency 50ms
 		done
 	else
-		ip netns exec "$(ns r1)" "$G" server -bind 10.2.1.1:5500 >"$d/server-r1.log" 2>&1 &
+		ip netns exec "$(ns r1)" "$G" server -bind 10.2.1.1:5500 -timescale "$K" >"$d/server-r1.log" 2>&1 &
 		pids+=($!)
 	fi
-	ip netns exec "$(ns r2)" "$G" server -bind 10.2.2.1:5500 >"$d/server-r2.log" 2>&1 &
+	ip netns exec "$(ns r2)" "$G" server -bind 10.2.2.1:5500 -timescale "$K" >"$d/server-r2.log" 2>&1 &
 	pids+=($!)
 	sleep 0.5
 	gmode=sfc
 	case $mode in tcp | off) gmode=plain ;; esac
 	# No congestion control (Fig. 1 is "without CC"): a window larger than any flow, so the senders run at
 	# their line rate (the pacer) unless a BTS pauses them; no loss is expected, so a long timeout.
-	# PACE_BURST 8: a sender wakes for 8 frames at a time (10 ms at 10 Mbit/s) rather than 4; with 17
-	# senders waking every frame, the switches' workers lost the 2 cores for tens of ms at a time, and
-	# the frames they then took in at once buried any signal (docs/results.md).
-	common=(-rate $RATE -pace $RATE -pace-burst $PACE_BURST -base-rtt $BASE_RTT -init-window 4MB -rto 5s -timeout 30s)
+	common=(-timescale "$K" -rate 100Gbit -pace 100Gbit -pace-burst $PACE_BURST -base-rtt $BASE_RTT -init-window 4MB -rto 1ms -timeout 5ms)
 	# Every client waits for its instant: starting 17 processes takes seconds on a loaded machine.
 	at=$(($(date +%s%N) + LEAD_S * 1000000000))
 	echo "incast_at_ns=$at" >"$d/meta.txt"
+	"$G" fidelity -metrics "$SW" -save "$d/fidelity-before.json" 2>/dev/null
 	(
 		sleep $((LEAD_S - 1))
-		# Every 25 ms, sw2 only: a scrape costs the switch CPU (sw1's metrics are 120 KB of text), and
-		# scraping fast starves the switches of the two cores. Peak and p99 come from the switch itself.
-		exec "$WORK/sfc-report" watch -duration 4s -interval 25ms -out "$d/queues.json" 127.0.0.1:9562=r1
+		# Every WATCH_US of the fabric, sw2 only: a scrape costs the switch CPU (sw1's metrics are 120 KB of
+		# text). Peak and p99 come from the switch itself.
+		exec "$WORK/sfc-report" watch -duration "$WATCH_SPAN" -interval "$WATCH_WALL" -out "$d/queues.json" 127.0.0.1:9562=r1
 	) &
 	watch=$!
 	ip netns exec "$(ns b1)" "$G" client -src b1 -to 10.2.2.1:5500 -size $BG_SIZE -flows $BG_FLOWS -load $BG_LOAD -arrivals poisson \
-		-mode $gmode "${common[@]}" -at $((at - 300000000)) -id-base 900000 -out "$d/bg.json" >"$d/client-b1.log" 2>&1 &
+		-mode $gmode "${common[@]}" -at $((at - 300 * K * 1000)) -id-base 900000 -out "$d/bg.json" >"$d/client-b1.log" 2>&1 &
 	clients=($!)
 	for i in $(seq 1 $N); do
-		start=$((at + (i - 1) * SPREAD_US * 1000))
+		start=$(python3 -c "print($at + int(($i - 1) * $WINDOW_US / ($N - 1) * $K * 1000))")
 		if [ "$mode" = tcp ]; then
 			# iperf3 has no start time: sleep until the sender's instant, then connect.
 			ip netns exec "$(ns s$i)" bash -c "w=\$(($start - \$(date +%s%N))); [ \$w -gt 0 ] && sleep \$(printf %d.%09d \$((w / 1000000000)) \$((w % 1000000000))); exec iperf3 -c 10.2.1.1 -p $((5200 + i)) -n $SIZE -J" >"$d/tcp-$i.json" 2>&1 &
@@ -142,6 +157,8 @@ run() {
 	done
 	wait "${clients[@]}" || echo "a client failed (see $d)"
 	wait $watch || true
+	"$G" fidelity -metrics "$SW" -before "$d/fidelity-before.json" -json "$d/fidelity.json" >"$d/verdict.txt" || true
+	echo "  $(cut -c1-100 "$d/verdict.txt")"
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	curl -s http://127.0.0.1:9561/metrics >"$d/sw1.prom"
 	curl -s http://127.0.0.1:9562/metrics >"$d/sw2.prom"
@@ -160,5 +177,5 @@ for rep in $(seq 1 "$REPEAT"); do
 		run "$mode" "$rep"
 	done
 done
-"$WORK/sfc-report" -dir "$OUT" -modes "$MODES" -base-rtt "$BASE_RTT" -rate "$(echo "$RATE" | sed -e 's/Gbit/e9/' -e 's/Mbit/e6/')"
+"$WORK/sfc-report" -dir "$OUT" -modes "$MODES" -base-rtt "$BASE_RTT" -rate 100e9 -timescale "$K"
 echo "table: $OUT/table.md; plots: $OUT/sfc-queue.png $OUT/sfc-buffer.png $OUT/sfc-slowdown.png"

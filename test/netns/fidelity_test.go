@@ -2,7 +2,11 @@ package netns
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +70,41 @@ func (w *fidelityWatch) verdict() fidelity.Verdict {
 	}
 	v := fidelity.Evaluate(win, w.bounds)
 	w.t.Log(v.String())
+	if !v.Valid {
+		w.t.Log(windowDetails(win))
+	}
 	return v
+}
+
+// windowDetails is where the time went in a window, switch by switch: each
+// worker's wake-up lateness and pass gaps, each delay line's error (p99
+// and the highest bucket reached, with counts) and each port's line time
+// lost, so that an invalid run says which switch and port were late.
+func windowDetails(win fidelity.Window) string {
+	var b strings.Builder
+	b.WriteString("fidelity details (wall clock):")
+	q := func(h fidelity.Histogram) string {
+		p99, _, _ := h.Quantile(0.99)
+		most, _, _ := h.Quantile(1)
+		return fmt.Sprintf("n %d p99 %s max %s", h.Count, time.Duration(p99*1e9).Round(time.Microsecond), time.Duration(most*1e9).Round(time.Microsecond))
+	}
+	for _, sw := range win.Switches {
+		fmt.Fprintf(&b, "\n  %s (%s):", sw.Name, sw.Duration.Round(time.Millisecond))
+		for _, k := range slices.Sorted(maps.Keys(sw.WakeLate)) {
+			fmt.Fprintf(&b, "\n    worker %s wake late %s; pass gap %s", k, q(sw.WakeLate[k]), q(sw.PassGap[k]))
+		}
+		for _, k := range slices.Sorted(maps.Keys(sw.DelayError)) {
+			if h := sw.DelayError[k]; h.Count > 0 {
+				fmt.Fprintf(&b, "\n    port %s delay error %s", k, q(h))
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(sw.TxLate)) {
+			if x := sw.TxLate[k] + sw.CreditLate[k]; x > 0 {
+				fmt.Fprintf(&b, "\n    port %s line time lost %s (%.2f%%)", k, time.Duration(x*1e9).Round(time.Microsecond), 100*x/sw.Duration.Seconds())
+			}
+		}
+	}
+	return b.String()
 }
 
 // require fails the test, with the figures, when the window since the

@@ -1,15 +1,19 @@
 // Command sfc-report turns the runs of scripts/experiments/sfc-incast.sh
 // into the comparison table (markdown) and plots: the congested port's
 // queue over time per mode, peak and p99 buffer per mode, and the slowdown
-// of the incast and of the background flows per mode.
+// of the incast and of the background flows per mode. Times are the
+// fabric's (-timescale K: this machine's / K); byte counts and slowdowns
+// are the same on both clocks. Each run's fidelity verdict (verdict.txt,
+// gsperf fidelity) is counted per mode.
 //
-//	sfc-report -dir results-sfc-incast-... -modes "tcp off egress ingress ingress_cache estimator"
+//	sfc-report -dir results-sfc-incast-... -modes "tcp off egress ingress ingress_cache estimator" -timescale 10000
 //	sfc-report watch -out queues.json -duration 5s URL=PORT ...   # sample queue depths with timestamps
 //
 // Each run's directory (DIR/MODE/RUN) holds what the script collected: sw1.prom and
 // sw2.prom (the switches' metrics at the end of the run), queues.json (the
-// watch), meta.txt (the incast's start), incast.json and bg.json (gsperf
-// runs), or iperf3 JSON files tcp-*.json for the kernel TCP baseline.
+// watch), meta.txt (the incast's start), verdict.txt (the fidelity
+// verdict), incast.json and bg.json (gsperf runs), or iperf3 JSON files
+// tcp-*.json for the kernel TCP baseline.
 package main
 
 import (
@@ -54,7 +58,8 @@ type row struct {
 	sent, supp             float64   // BTS sent and suppressed by Bloom filters, both switches
 	fromCache, cacheHits   float64
 	bloomMax, cacheUpdates float64
-	series                 plotter.XYs // r1's queue: ms since the incast's start, KB
+	valid                  int         // runs whose fidelity verdict was VALID
+	series                 plotter.XYs // r1's queue: us of the fabric since the incast's start, KB
 }
 
 type stats struct {
@@ -162,7 +167,8 @@ func slowdowns(path string) (xs []float64, n int, retx uint64, err error) {
 }
 
 // iperfSlowdowns reads the iperf3 -J files of the TCP baseline: each
-// transfer's time over what its bytes need at the rate plus the base RTT.
+// transfer's time over what its bytes need at the rate plus the base RTT
+// (this machine's rate and RTT: iperf3 times on its clock).
 func iperfSlowdowns(dir string, rateBits float64, rttNs int64) (xs []float64, n int, retx uint64, err error) {
 	files, _ := filepath.Glob(filepath.Join(dir, "tcp-*.json"))
 	for _, p := range files {
@@ -210,7 +216,7 @@ func readMeta(path string) map[string]int64 {
 // load reads every run of a mode (DIR/MODE/1, 2, ...) into one row: the
 // counters summed, the flows pooled, the peak and p99 of the run with the
 // median peak (and every run's peak), the queue series of that run.
-func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
+func load(dir, mode string, rateBits float64, rttNs int64, k float64) (*row, error) {
 	runs, _ := filepath.Glob(filepath.Join(dir, mode, "[0-9]*"))
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("no runs in %s", filepath.Join(dir, mode))
@@ -221,7 +227,7 @@ func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
 	}
 	var each []*row
 	for _, d := range runs {
-		x, err := loadRun(d, mode, rateBits, rttNs)
+		x, err := loadRun(d, mode, rateBits, rttNs, k)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
@@ -235,6 +241,7 @@ func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
 		r.cacheHits += x.cacheHits
 		r.cacheUpdates += x.cacheUpdates
 		r.bloomMax = max(r.bloomMax, x.bloomMax)
+		r.valid += x.valid
 		r.incastX = append(r.incastX, x.incastX...)
 		r.bgX = append(r.bgX, x.bgX...)
 		r.incast.n += x.incast.n
@@ -251,8 +258,11 @@ func load(dir, mode string, rateBits float64, rttNs int64) (*row, error) {
 	return r, nil
 }
 
-func loadRun(d, mode string, rateBits float64, rttNs int64) (*row, error) {
+func loadRun(d, mode string, rateBits float64, rttNs int64, k float64) (*row, error) {
 	r := &row{mode: mode}
+	if b, err := os.ReadFile(filepath.Join(d, "verdict.txt")); err == nil && strings.HasPrefix(string(b), "fidelity: VALID") {
+		r.valid = 1
+	}
 	sw1, err := readProm(filepath.Join(d, "sw1.prom"))
 	if err != nil {
 		return nil, err
@@ -288,7 +298,7 @@ func loadRun(d, mode string, rateBits float64, rttNs int64) (*row, error) {
 	var n int
 	var retx uint64
 	if mode == "tcp" {
-		xs, n, retx, err = iperfSlowdowns(d, rateBits, rttNs)
+		xs, n, retx, err = iperfSlowdowns(d, rateBits/k, int64(float64(rttNs)*k))
 	} else {
 		xs, n, retx, err = slowdowns(filepath.Join(d, "incast.json"))
 	}
@@ -317,7 +327,7 @@ func loadRun(d, mode string, rateBits float64, rttNs int64) (*row, error) {
 				}
 			}
 			for _, p := range pts {
-				r.series = append(r.series, plotter.XY{X: (p[0] - at) / 1e6, Y: p[1] / 1000})
+				r.series = append(r.series, plotter.XY{X: (p[0] - at) / 1e3 / k, Y: p[1] / 1000})
 			}
 		}
 	}
@@ -334,8 +344,8 @@ var labels = map[string]string{
 }
 
 func table(w io.Writer, rows []*row) {
-	fmt.Fprintln(w, "| mode | peak buffer (KB): median [runs] | p99 buffer (KB) | drops | retransmitted | incast slowdown avg / p99 (done) | background slowdown avg / p99 (done) | BTS sent (from cache) | BTS suppressed by Bloom | suppression ratio | cache hits | Bloom flows max |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| mode | peak buffer (KB): median [runs] | p99 buffer (KB) | drops | retransmitted | incast slowdown avg / p99 (done) | background slowdown avg / p99 (done) | BTS sent (from cache) | BTS suppressed by Bloom | suppression ratio | cache hits | Bloom flows max | valid runs (fidelity) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		ratio := "–"
 		if r.sent+r.supp > 0 {
@@ -353,17 +363,17 @@ func table(w io.Writer, rows []*row) {
 		if r.mode == "tcp" {
 			incast = fmt.Sprintf("not measured (%d/%d)", r.incast.done, r.incast.n) // iperf3 -n times the sender's writes, not the delivery
 		}
-		fmt.Fprintf(w, "| %s | %.0f [%s] | %.0f | %.0f | %d | %s | %s | %.0f (%.0f) | %.0f | %s | %.0f | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %.0f [%s] | %.0f | %.0f | %d | %s | %s | %.0f (%.0f) | %.0f | %s | %.0f | %.0f | %d of %d |\n",
 			r.label, r.peak/1000, strings.Join(runs, " "), r.p99/1000, r.drops, r.retx, incast, bg,
-			r.sent, r.fromCache, r.supp, ratio, r.cacheHits, r.bloomMax)
+			r.sent, r.fromCache, r.supp, ratio, r.cacheHits, r.bloomMax, r.valid, r.runs)
 	}
 }
 
-func plots(dir string, rows []*row, rate float64) error {
+func plots(dir string, rows []*row, rate, k float64) error {
 	// Queue over time.
 	p := plot.New()
-	p.Title.Text = "incast port (sw2 -> r1): queue depth from the incast's start (samples every 25 ms)"
-	p.X.Label.Text = "ms"
+	p.Title.Text = fmt.Sprintf("incast port (sw2 -> r1): queue depth from the incast's start (timescale %g)", k)
+	p.X.Label.Text = "us of the fabric"
 	p.Y.Label.Text = "KB"
 	for i, r := range rows {
 		if len(r.series) == 0 {
@@ -371,7 +381,7 @@ func plots(dir string, rows []*row, rate float64) error {
 		}
 		var pts plotter.XYs
 		for _, xy := range r.series {
-			if xy.X >= -20 && xy.X <= 1500 {
+			if xy.X >= -20 && xy.X <= 2000 {
 				pts = append(pts, xy)
 			}
 		}
@@ -414,7 +424,7 @@ func plots(dir string, rows []*row, rate float64) error {
 		func(r *row) []float64 { return []float64{r.peak / 1000, r.p99 / 1000} }); err != nil {
 		return err
 	}
-	return bars("sfc-slowdown.png", fmt.Sprintf("slowdown (FCT / ideal at %g Mbit/s + base RTT)", rate/1e6), "slowdown",
+	return bars("sfc-slowdown.png", fmt.Sprintf("slowdown (FCT / ideal at %g Gbit/s + base RTT; the same on both clocks)", rate/1e9), "slowdown",
 		[]string{"incast avg", "incast p99", "background avg", "background p99"},
 		func(r *row) []float64 {
 			if r.mode == "tcp" {
@@ -482,12 +492,17 @@ func main() {
 	}
 	dir := flag.String("dir", "", "the script's output directory")
 	modes := flag.String("modes", "tcp off egress ingress ingress_cache estimator", "modes, in table order")
-	rate := flag.Float64("rate", 100e6, "the senders' and the incast port's rate, bit/s")
-	rtt := flag.Duration("base-rtt", 0, "base RTT for the TCP baseline's slowdown")
+	rate := flag.Float64("rate", 100e9, "the senders' and the incast port's rate, bit/s of the fabric")
+	rtt := flag.Duration("base-rtt", 0, "base RTT for the TCP baseline's slowdown, the fabric's")
+	k := flag.Float64("timescale", 1, "the runs' timescale K: this machine ran the fabric K times slower")
 	flag.Parse()
+	if *k < 1 {
+		fmt.Fprintf(os.Stderr, "sfc-report: -timescale %g: want at least 1\n", *k)
+		os.Exit(2)
+	}
 	var rows []*row
 	for _, m := range strings.Fields(*modes) {
-		r, err := load(*dir, m, *rate, rtt.Nanoseconds())
+		r, err := load(*dir, m, *rate, rtt.Nanoseconds(), *k)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sfc-report: mode %s: %v\n", m, err)
 			os.Exit(1)
@@ -501,7 +516,7 @@ func main() {
 	}
 	table(io.MultiWriter(f, os.Stdout), rows)
 	f.Close()
-	if err := plots(*dir, rows, *rate); err != nil {
+	if err := plots(*dir, rows, *rate, *k); err != nil {
 		fmt.Fprintln(os.Stderr, "sfc-report:", err)
 		os.Exit(1)
 	}
