@@ -599,15 +599,20 @@ func TestBFCHostsHonourPauses(t *testing.T) {
 	fw.require()
 	held := 0
 	for _, o := range outs {
-		var pauses, resumes, bitmaps, stale, malformed, wd, hold, most int
+		var pauses, resumes, bitmaps, stale, malformed, foreign, badQueue, wd, hold, most int
+		parsed := false
 		for _, l := range strings.Split(o, "\n") {
 			if i := strings.Index(l, " bfc: "); i >= 0 {
-				fmt.Sscanf(l[i+6:], "%d PAUSE, %d RESUME, %d BITMAP received (%d stale, %d malformed); %d watchdog resumes; %d times a segment was held; at most %d queues",
-					&pauses, &resumes, &bitmaps, &stale, &malformed, &wd, &hold, &most)
+				n, _ := fmt.Sscanf(l[i+6:], "%d PAUSE, %d RESUME, %d BITMAP received (%d stale, %d malformed); refused: %d not from the switch, %d naming ids not ours; %d watchdog resumes; %d times a segment was held; at most %d queues",
+					&pauses, &resumes, &bitmaps, &stale, &malformed, &foreign, &badQueue, &wd, &hold, &most)
+				parsed = n == 10
 			}
 		}
-		if malformed != 0 || wd != 0 {
-			t.Errorf("a host: %d malformed pause frames, %d watchdog resumes\n%s", malformed, wd, o)
+		if !parsed {
+			t.Fatalf("a host's report has no bfc line in the form this test reads (perf/bfc Stats.Format):\n%s", o)
+		}
+		if malformed != 0 || foreign != 0 || badQueue != 0 || wd != 0 {
+			t.Errorf("a host: %d malformed pause frames, %d refused as not from its switch, %d naming ids not its own, %d watchdog resumes\n%s", malformed, foreign, badQueue, wd, o)
 		}
 		held += hold
 		t.Logf("host: %d PAUSE, %d RESUME, %d BITMAP (%d stale), held %d times, at most %d queues paused at once", pauses, resumes, bitmaps, stale, hold, most)
