@@ -61,7 +61,13 @@ type Config struct {
 	// switch that stands for hardware wants when it shares CPUs with
 	// hosts. A worker sleeps when idle and spins at most spin at a time,
 	// and the kernel keeps 5% of every CPU for ordinary threads
-	// (sched_rt_runtime_us), so the machine is not starved. Not with
+	// (sched_rt_runtime_us), so the machine is not starved. A realtime
+	// worker does not spin (spin is ignored): SCHED_FIFO does not share a
+	// CPU between threads of one priority, so a spinning worker would keep
+	// other switches' workers off it. Every other thread of gswitchd runs
+	// under SCHED_FIFO at the same priority too (the runtime's, the
+	// metrics' and the control socket's): a worker back from a system call
+	// can wait for one of them (dataplane.realtimeProcess). Not with
 	// busy_poll, nice or slice (they are for ordinary threads).
 	Realtime int `yaml:"realtime"`
 	// Slice is the workers' scheduler time slice (Linux 6.12 and later,

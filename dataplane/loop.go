@@ -43,6 +43,12 @@ func (w *worker) prime() {
 func (w *worker) run() {
 	s := w.s
 	spin := max(int64(s.cfg.Spin), 0)
+	if s.cfg.Realtime > 0 {
+		// A realtime worker that spins keeps the workers of other switches
+		// at its priority off the CPU (SCHED_FIFO does not share a CPU
+		// between equals): it sleeps at once.
+		spin = 0
+	}
 	sp := newSpinner()
 	last := s.clock.Now()
 	idle := false // the passes since last found nothing

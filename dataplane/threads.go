@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,6 +19,21 @@ import (
 // not be pinned) leaves the other workers running: Stop them.
 func (s *Switch) Start() error {
 	s.started = true
+	// A worker needs one of the runtime's Ps to run Go code, and must take
+	// one again after every ppoll. With as many Ps as CPUs, the rest of the
+	// process (a scrape's Collect, the garbage collector's mark workers)
+	// can hold them all, and a worker back from its sleep then waits for a
+	// P that an ordinary goroutine holds, whatever its thread's priority
+	// (realtime, nice). Every worker gets a P beyond the CPUs', so it waits
+	// only for the CPU, which the kernel gives by priority.
+	if n := runtime.NumCPU() + len(s.workers); runtime.GOMAXPROCS(0) < n {
+		runtime.GOMAXPROCS(n)
+	}
+	if s.cfg.Realtime > 0 {
+		if err := s.realtimeProcess(); err != nil {
+			return err
+		}
+	}
 	pinned := make(chan error, len(s.workers))
 	for _, w := range s.workers {
 		s.wg.Add(1)
@@ -51,6 +68,40 @@ func (s *Switch) Start() error {
 		err = cmp.Or(err, <-pinned)
 	}
 	return err
+}
+
+// realtimeProcess puts every thread of the process under SCHED_FIFO at
+// the workers' priority; the threads the runtime starts later inherit it
+// from the thread that starts them. A worker is not alone in its process:
+// back from a system call (its ppoll) it cannot go on while another thread
+// holds its goroutine for a moment (Go 1.26: the runtime's monitor, sysmon,
+// looking whether to take its P back; runtime/metrics counting goroutines
+// for a scrape), and it spins (sched_yield) until that thread lets go. An
+// ordinary thread preempted at that moment, by a busy loop on the other
+// CPU or by the realtime worker itself on its own, kept a realtime worker
+// spinning for 28 to 52 ms at a time beside a busy loop (perf sched:
+// runtime.exitsyscall -> casgstatus -> osyield, the lost line time of
+// TestXPassMultiBottleneck). At one realtime priority no thread of the
+// switch preempts another, and none waits behind an ordinary thread.
+func (s *Switch) realtimeProcess() error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("realtime %d: listing the process's threads: %w", s.cfg.Realtime, err)
+	}
+	a := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(s.cfg.Realtime)}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetAttr(tid, &a, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			if errors.Is(err, unix.EPERM) {
+				return fmt.Errorf("realtime: %d needs root or CAP_SYS_NICE (run gswitchd as root or remove realtime:): %w", s.cfg.Realtime, err)
+			}
+			return fmt.Errorf("realtime %d: sched_setattr on thread %d: %w", s.cfg.Realtime, tid, err)
+		}
+	}
+	return nil
 }
 
 // setSched gives the calling thread (a worker's) the configured realtime

@@ -18,13 +18,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +42,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 )
+
+// gcLimit is the Go memory gswitchd lets grow, above what captures may
+// hold, before it collects garbage. The workers allocate nothing; the
+// metrics and the control socket do, a little per scrape. A collection
+// stops the world (the workers too, until every thread of the process has
+// reached a safe point, which on a loaded machine waits for the slowest of
+// them to get a CPU) and scans the workers' stacks: with the default
+// GOGC the small heap doubles, and a collection comes, every few scrapes.
+// So gswitchd collects only when its memory reaches this much
+// (debug.SetMemoryLimit): every few hundred thousand scrapes.
+const gcLimit = 256 << 20
 
 func main() {
 	cfgPath := flag.String("config", "", "YAML config file (see configs/reference.yaml)")
@@ -164,6 +176,8 @@ func (d *devices) open(pd *portDev, ifindex int) ([]dataplane.Link, error) {
 }
 
 func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck func(*config.Config) error) error {
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(gcLimit + int64(cfg.Control.CaptureMemory))
 	mode, err := bpf.ParseMode(cfg.XDPMode)
 	if err != nil {
 		return err
@@ -287,6 +301,12 @@ func run(cfg *config.Config, cfgPath string, defaultSocket bool, reloadCheck fun
 	if err := sw.Start(); err != nil {
 		sw.Stop()
 		return err
+	}
+	if !cfg.Timescale.One() {
+		log.Printf("timescale %s: the config's rates and times are a fabric's, run %s times slower here (rates above are this machine's; metrics are in this machine's time, gswitch_timescale gives K)", cfg.Timescale, cfg.Timescale)
+	}
+	if cfg.Realtime > 0 {
+		log.Printf("workers under SCHED_FIFO at priority %d (they never spin)", cfg.Realtime)
 	}
 	if cfg.Nice != 0 || cfg.Slice != 0 {
 		log.Printf("workers at nice %d, scheduler slice %v (0: the kernel's)", cfg.Nice, cfg.Slice)
