@@ -18,6 +18,16 @@
 #   2. Parking lot (Fig. 4b) and multi-bottleneck (Fig. 4a): naive credits
 #      for NAIVE (default 6ms) against the feedback loop for FEEDBACK
 #      (default 10ms), each flow's share of a link over the steady window.
+#   3. Convergence (the paper's Fig. 2 kind; PARTS=converge): CONVERGE_N
+#      (default 4) senders to one receiver on incast.yaml, sender i joining
+#      (i-1) x JOIN (default 2ms) after the first, all running until HOLD
+#      (default 4ms) after the last joined: each flow's goodput over time,
+#      and after each join how long until every running flow is within 20%
+#      of its fair share (over 200us) and stays there for 1ms.
+#
+# PARTS (default "incast two") picks the parts: incast, two, converge.
+# JITTER=J gives the receivers' credit pacing -xp-jitter J (the paper's
+# jitter; 0 is the no-jitter ablation; default gsperf's own).
 #
 # Every run prints the switches' fidelity verdict over it (gsperf fidelity:
 # VALID or INVALID with the figures); summary.md repeats them.
@@ -27,12 +37,17 @@
 #   CQ=4 ...          credit_queue instead of the files' 8
 #   DROP=tail ...     every credit lane drops at the tail (or DROP=random) instead of the files' credit_drop
 #   K=2000 ...        another timescale than the files'
+#   PARTS=converge ...                                  only the convergence runs
+#   JITTER=0 PARTS=incast NS=16 ...                     the 16-to-1 without credit jitter
 #   REPORT=1s ...     each receiver prints its credits, losses and rate every REPORT (wall; RUN/server-HOST.log)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 NS=${NS:-"8 16 32"} INCAST=${INCAST:-6ms} NAIVE=${NAIVE:-6ms} FEEDBACK=${FEEDBACK:-10ms} TCP_SECS=${TCP_SECS:-3}
 CQ=${CQ:-} DROP=${DROP:-} K=${K:-}
+PARTS=${PARTS:-incast two} JITTER=${JITTER:-} CONVERGE_N=${CONVERGE_N:-4} JOIN=${JOIN:-2ms} HOLD=${HOLD:-4ms}
+for p in $PARTS; do case "$p" in incast | two | converge) ;; *) echo "$0: PARTS: $p: give incast, two or converge" >&2; exit 1 ;; esac; done
+has() { [[ " $PARTS " == *" $1 "* ]]; }
 case "$DROP" in "" | tail | random) ;; *) echo "$0: DROP=$DROP: give tail or random" >&2; exit 1 ;; esac
 OUT=${OUT:-results-xpass-$(date +%Y%m%d-%H%M%S)}
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
@@ -116,6 +131,8 @@ fidelity_end() {
 }
 
 # xp_run DIR NSWITCHES NAIVE "src:dst ..." SIZE TIMEOUT: gsperf -mode xpass, one flow per pair; TIMEOUT is fabric time.
+# With STAGGER_NS (fabric ns) set, flow i starts (i-1) x STAGGER_NS after the
+# first and its timeout is that much shorter, so that all end together.
 xp_run() {
 	RUN=$1
 	mkdir -p "$RUN"
@@ -124,17 +141,20 @@ xp_run() {
 		local dst=${p#*:}
 		if [ ! -e "$RUN/server-$dst.log" ]; then
 			# ip netns exec, not nsx: $! must be gsperf itself (it execs), so that SIGINT reaches it
-			ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -timescale "$TS" -xp-link "$RATE" $naive -report "${REPORT:-0}" >"$RUN/server-$dst.log" 2>&1 &
+			ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -timescale "$TS" -xp-link "$RATE" $naive ${JITTER:+-xp-jitter "$JITTER"} -report "${REPORT:-0}" >"$RUN/server-$dst.log" 2>&1 &
 			servers+=($!)
 		fi
 	done
 	sleep 0.5
 	scrape before "$nsw"
 	local at=$(($(date +%s%N) + 2000000000))
+	local stagger=${STAGGER_NS:-0} to_ns
+	to_ns=$(ns "$timeout")
 	for p in $pairs; do
 		i=$((i + 1))
 		nsx "${p%:*}" "$WORK/gsperf" client -mode xpass -src "${p%:*}" -to "$(addr "${p#*:}"):5500" -size "$size" -flows 1 -arrivals burst \
-			-timescale "$TS" -rate "$RATE" -pace "$RATE" -at $at -timeline 100us -timeout "$timeout" -id-base $((i * 1000)) -out "$RUN/flow-$i.json" >"$RUN/client-$i.log" 2>&1 &
+			-timescale "$TS" -rate "$RATE" -pace "$RATE" -at $((at + (i - 1) * stagger * ${TS%.*})) -timeline 100us \
+			-timeout "$((to_ns - (i - 1) * stagger))ns" -id-base $((i * 1000)) -out "$RUN/flow-$i.json" >"$RUN/client-$i.log" 2>&1 &
 		clients+=($!)
 	done
 	sleep 1.5
@@ -177,7 +197,8 @@ tcp_run() {
 	for i in $(seq 1 "$i"); do nsx "${p#*:}" pkill -f "iperf3 -s -D -B $(addr "${p#*:}") -p $((5200 + i))" 2>/dev/null || true; done
 }
 
-incast_ns=$(ns "$INCAST") naive_ns=$(ns "$NAIVE") feedback_ns=$(ns "$FEEDBACK")
+incast_ns=$(ns "$INCAST") naive_ns=$(ns "$NAIVE") feedback_ns=$(ns "$FEEDBACK") join_ns=$(ns "$JOIN") hold_ns=$(ns "$HOLD")
+has incast || NS=""
 for n in $NS; do
 	pairs=""
 	for i in $(seq 1 "$n"); do pairs="$pairs s$i:r1"; done
@@ -204,18 +225,35 @@ two() { # FILE NSWITCHES TAG "pairs"
 	xp_run "$OUT/$3-xpass" "$2" "" "$4" "$size" "$FEEDBACK"
 	down
 }
-echo "== parking lot"
-two parking-lot.yaml 3 parking "long_s:long_r p1_s:p1_r p2_s:p2_r"
-echo "== multi-bottleneck"
-two multi-bottleneck.yaml 2 multi "snd:r0 snd:r1 snd:r2"
+if has two; then
+	echo "== parking lot"
+	two parking-lot.yaml 3 parking "long_s:long_r p1_s:p1_r p2_s:p2_r"
+	echo "== multi-bottleneck"
+	two multi-bottleneck.yaml 2 multi "snd:r0 snd:r1 snd:r2"
+fi
+if has converge; then
+	echo "== convergence: $CONVERGE_N flows joining every $JOIN"
+	up incast.yaml
+	pairs=""
+	for i in $(seq 1 "$CONVERGE_N"); do pairs="$pairs s$i:r1"; done
+	total=$(((CONVERGE_N - 1) * join_ns + hold_ns))
+	# More than a flow can send in the run: they all run to its end.
+	size=$(python3 -c "print(int($RATEBITS / 8 * $total / 1e9))")
+	STAGGER_NS=$join_ns xp_run "$OUT/converge-xpass" 2 "" "$pairs" "$size" "${total}ns"
+	down
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
 
-python3 scripts/experiments/xpass_report.py "$OUT" "$RATEBITS" "$TS" "$NS" "$incast_ns" "$naive_ns" "$feedback_ns" "$TCP_SECS" | tee "$OUT/summary.md"
+CONVERGE_N=$CONVERGE_N JOIN_NS=$join_ns HOLD_NS=$hold_ns JITTER=$JITTER \
+	python3 scripts/experiments/xpass_report.py "$OUT" "$RATEBITS" "$TS" "$NS" "$incast_ns" "$naive_ns" "$feedback_ns" "$TCP_SECS" | tee "$OUT/summary.md"
 for n in $NS; do
 	"$WORK/gsperf" plot -kind queue -title "$n-to-1: data queue sw1 -> sw2" -out "$OUT/incast$n-queue.png" "$OUT/incast$n-queue.json"
 	"$WORK/gsperf" plot -kind throughput -title "$n-to-1, ExpressPass: goodput per flow" -out "$OUT/incast$n-xpass-throughput.png" "$OUT/incast$n-xpass/flows.json"
 done
-for m in naive xpass; do
+if [ -d "$OUT/converge-xpass" ]; then
+	"$WORK/gsperf" plot -kind throughput -title "convergence: $CONVERGE_N flows joining every $JOIN" -out "$OUT/converge-throughput.png" "$OUT/converge-xpass/flows.json"
+fi
+has two && for m in naive xpass; do
 	"$WORK/gsperf" plot -kind throughput -title "parking lot, $m" -out "$OUT/parking-$m-throughput.png" "$OUT/parking-$m/flows.json"
 	"$WORK/gsperf" plot -kind throughput -title "multi-bottleneck, $m" -out "$OUT/multi-$m-throughput.png" "$OUT/multi-$m/flows.json"
 done

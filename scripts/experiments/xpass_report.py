@@ -201,3 +201,59 @@ for title, tag, cols, links in (
         r = [x / payload for x in xp_rates(run, start, end)[0]]
         print(f"| {'naive' if m == 'naive' else 'feedback'} | [{start / 1e6:g}, {end / 1e6:g}] | {' | '.join(f'{x:.3f}' for x in r)} | {links(r)} | {verdict(run)} |")
     print()
+
+# Convergence (PARTS=converge): flow i joined (i-1) x JOIN after the first.
+conv = f"{out}/converge-xpass"
+if os.path.isdir(conv):
+    cn, join_ns, hold_ns = int(os.environ["CONVERGE_N"]), float(os.environ["JOIN_NS"]), float(os.environ["HOLD_NS"])
+    flows = []
+    for f in sorted(glob.glob(f"{conv}/flow-*.json"), key=lambda p: int(p.split("-")[-1][:-5])):
+        r = json.load(open(f))["flows"][0]
+        step = r.get("timeline_step_fabric_ns") or r.get("timeline_step_ns") * k
+        flows.append((r.get("timeline") or [0], step))
+    step = flows[0][1]
+    win = 2 * step  # rates over 200 us of the fabric
+    total = (cn - 1) * join_ns + hold_ns
+
+    def cum(i, t):
+        """Flow i's bytes by t (the run's fabric ns; flow i started at i x JOIN)."""
+        tl, st = flows[i]
+        n = int(round((t - i * join_ns) / st))
+        return 0 if n < 1 else tl[min(n, len(tl)) - 1]
+
+    def rate(i, t):
+        """Flow i's goodput (fabric bit/s) over [t - win, t]."""
+        return (cum(i, t) - cum(i, t - win)) * 8 / (win / 1e9)
+
+    def fair(t, j):
+        return all(abs(rate(i, t) - payload / j) <= 0.2 * payload / j for i in range(j))
+
+    print(f"### Convergence (topologies/expresspass/incast.yaml): {cn} flows to r1, one joining every {join_ns / 1e6:g} ms\n")
+    print("After each join, how long (fabric) until every running flow's goodput over 200 us is within 20% of its fair share "
+          "(what credits let through, / the flows running) and stays there for 1 ms (or to the next join); "
+          "then each flow's share of the link over the last 1 ms before the next join (the end of the run for the last).\n")
+    print("| flows running | converged after (us) | shares | Jain | fidelity |")
+    print("|---|---|---|---|---|")
+    for j in range(1, cn + 1):
+        t_join = (j - 1) * join_ns
+        t_end = j * join_ns if j < cn else total
+        hold = min(1e6, t_end - t_join - win)
+        conv_t = "-"
+        t = t_join + win
+        while t + hold <= t_end:
+            u, ok = t, True
+            while u <= t + hold:
+                if not fair(u, j):
+                    ok = False
+                    break
+                u += step
+            if ok:
+                conv_t = f"{(t - t_join) / 1e3:.0f}"
+                break
+            t += step
+        lo_t = max(t_end - 1e6, t_join)
+        shares = [(cum(i, t_end) - cum(i, lo_t)) * 8 / ((t_end - lo_t) / 1e9) / payload for i in range(j)]
+        print(f"| {j} | {conv_t} | {' '.join(f'{x:.2f}' for x in shares)} | {jain(shares):.3f} | {verdict(conv) if j == 1 else ''} |")
+    print()
+if os.environ.get("JITTER"):
+    print(f"Receivers' credit jitter: -xp-jitter {os.environ['JITTER']}.\n")
