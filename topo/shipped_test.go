@@ -19,7 +19,7 @@ func TestShippedTopologies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bfc-line.yaml", "bfc-testbed.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml"}
+	want := []string{"bfc-incast.yaml", "bfc-line.yaml", "bfc-testbed.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml", "sfc-dumbbell32.yaml"}
 	var got []string
 	for _, f := range files {
 		got = append(got, filepath.Base(f))
@@ -102,6 +102,35 @@ func TestShippedTopologies(t *testing.T) {
 		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": {"10.255.0.1"}, "10.2.2.0/24": {"10.255.0.1"}})
 		back := map[string][]string{}
 		for i := 1; i <= 17; i++ {
+			back[fmt.Sprintf("10.1.%d.0/24", i)] = []string{"10.255.0.0"}
+		}
+		checkRoutes(t, p, "sw2", back)
+	})
+	t.Run("sfc-dumbbell32", func(t *testing.T) {
+		p := plans["sfc-dumbbell32.yaml"]
+		if len(p.Hosts) != 35 || len(p.sw("sw1").Ports) != 34 || len(p.sw("sw2").Ports) != 3 {
+			t.Fatalf("%d hosts; sw1 %d ports, sw2 %d", len(p.Hosts), len(p.sw("sw1").Ports), len(p.sw("sw2").Ports))
+		}
+		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": {"10.255.0.1"}, "10.2.2.0/24": {"10.255.0.1"}})
+		back := map[string][]string{}
+		for i := 1; i <= 33; i++ { // s1 .. s32, then b1
+			back[fmt.Sprintf("10.1.%d.0/24", i)] = []string{"10.255.0.0"}
+		}
+		checkRoutes(t, p, "sw2", back)
+	})
+	t.Run("bfc-incast", func(t *testing.T) {
+		p := plans["bfc-incast.yaml"]
+		if len(p.Hosts) != 33 || len(p.sw("sw1").Ports) != 33 || len(p.sw("sw2").Ports) != 2 {
+			t.Fatalf("%d hosts; sw1 %d ports, sw2 %d", len(p.Hosts), len(p.sw("sw1").Ports), len(p.sw("sw2").Ports))
+		}
+		for i := 1; i <= 32; i++ {
+			if h := p.host(fmt.Sprintf("s%d", i)); h.Switch != "sw1" {
+				t.Errorf("s%d is on %s, want sw1", i, h.Switch)
+			}
+		}
+		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": {"10.255.0.1"}})
+		back := map[string][]string{}
+		for i := 1; i <= 32; i++ {
 			back[fmt.Sprintf("10.1.%d.0/24", i)] = []string{"10.255.0.0"}
 		}
 		checkRoutes(t, p, "sw2", back)

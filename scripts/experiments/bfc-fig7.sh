@@ -33,13 +33,48 @@
 # HRTTs), FLOW_US=400 (each flow's time at half the line rate, fabric us),
 # STEP_US=10 (sampling step, fabric us: five HRTTs), WINDOW=2MB,
 # HOST_PAUSES=false, TIMESCALE= (another K than the file's), BFC_KEYS= (more
-# keys of the bfc mechanism, e.g. BFC_KEYS="th: 25000"), SWITCH_KEYS= (more
+# keys of the bfc mechanism, e.g. BFC_KEYS="flow_table: 3200"; th and hrtt
+# through TH and HRTT below, which the report follows), SWITCH_KEYS= (more
 # gswitchd keys of every switch).
+#
+# Fig. 7(b) repeats this "but vary the pause threshold"
+# (scripts/experiments/bfc-fig7b.sh sweeps it). HRTT=2us puts that time in
+# Th's formula (section 3.3.2): the hrtt key of every port, so Th = HRTT x
+# 100 Gbit/s / N_active; the sticky time stays at its default (the key
+# pinned to 2 x the real HRTT), the bitmap period at its floor of 100 us
+# (for HRTT up to 25 us). TH=25KB (bytes, or TH=2us: that long at 100
+# Gbit/s) is a fixed Th of every queue instead (the th key). A pause still
+# takes the real HRTT (2.005 us) to act, so the bars follow appendix C's
+# model for x = 2 and r = Th / (HRTT x 50 Gbit/s): a queue peaks at
+# (r + 1) HRTT x 50 Gbit/s, averages (r + 1)^2 / (2r + 3) of it, and runs
+# dry 1 / (2r + 3) of the time (r = 1 without TH or HRTT: 2 Th, 0.8 Th,
+# 80%). Each run writes summary.json beside summary.md (the same figures,
+# for bfc-fig7b.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 FLOW_US=${FLOW_US:-400} STEP_US=${STEP_US:-10} WINDOW=${WINDOW:-2MB} HOST_PAUSES=${HOST_PAUSES:-false} DELAY3=${DELAY3:-}
+TH=${TH:-} HRTT=${HRTT:-}
+[ -z "$TH" ] || [ -z "$HRTT" ] || { echo "$0: TH=$TH and HRTT=$HRTT: give one of them (a fixed Th, or the time in Th's formula)" >&2; exit 1; }
+# Fig. 7(b)'s threshold: THB, a fixed Th in bytes (TH), or THRTT, the time
+# in Th's formula in us (HRTT); 0 when not given.
+THB=0 THRTT=0
+if [ -n "$TH" ]; then
+	THB=$(python3 -c "
+import re, sys
+s = sys.argv[1]
+t = re.fullmatch(r'([0-9.]+)(ns|us|µs|ms|s)', s)
+b = re.fullmatch(r'([0-9.]+)(|B|KB|KiB|MB|MiB)', s)
+if t:
+    print(int(float(t[1]) * {'ns': 1e-9, 'us': 1e-6, 'µs': 1e-6, 'ms': 1e-3, 's': 1}[t[2]] * 100e9 / 8))
+elif b:
+    print(int(float(b[1]) * {'': 1, 'B': 1, 'KB': 1e3, 'KiB': 1024, 'MB': 1e6, 'MiB': 1 << 20}[b[2]]))
+else:
+    sys.exit(f'TH={s}: write a size (25KB, 25000) or a time at 100 Gbit/s (2us)')" "$TH")
+elif [ -n "$HRTT" ]; then
+	[[ $HRTT =~ ^[0-9.]+(ns|us|µs|ms)$ ]] || { echo "$0: HRTT=$HRTT: write a time of the fabric such as 2us" >&2; exit 1; }
+fi
 OUT=${OUT:-results-bfc-fig7-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
@@ -58,6 +93,18 @@ sed "${edits[@]}" \
 K=$(sed -n 's/^timescale: *\([0-9.e+]*\).*/\1/p' "$OUT/topology.yaml")
 K=${K:-1}
 DELAY=$(sed -n 's/.*link: {rate: [^,]*, delay: \([^,}]*\).*/\1/p' "$OUT/topology.yaml")
+# Fabric units from here: delays in us, the line rate 100 Gbit/s.
+us() { python3 -c "import sys; d=sys.argv[1]; print(float(d[:-2])*{'ns':1e-3,'us':1,'µs':1,'ms':1e3}[d[-2:]] if d[-2:] in ('ns','us','µs','ms') else float(d[:-1])*1e6)" "$1"; }
+d=$(us "$DELAY")
+d3=$(us "${DELAY3:-$DELAY}")
+if [ -n "$TH" ]; then
+	sed -i "s/mechanisms: {bfc: {assign: dynamic/mechanisms: {bfc: {assign: dynamic, th: $THB/" "$OUT/topology.yaml"
+elif [ -n "$HRTT" ]; then
+	THRTT=$(us "$HRTT")
+	# sticky's default is 2 x the largest hrtt, which the key would change: pin it to 2 x the real one.
+	sticky=$(python3 -c "print(f'{2 * (2 * max($d, $d3) + 2 * 25 / $K):.6g}us')")
+	sed -i "s/mechanisms: {bfc: {assign: dynamic/mechanisms: {bfc: {assign: dynamic, hrtt: $HRTT, sticky: $sticky/" "$OUT/topology.yaml"
+fi
 down() {
 	"$WORK/gswitchctl" topo down -state "$WORK/state" "$OUT/topology.yaml" >/dev/null 2>&1 || true
 	rm -rf "$WORK"
@@ -70,10 +117,6 @@ uptime >"$OUT/load.txt"
 ip netns exec "$NAME-r2" "$WORK/gsperf" server -bind 10.81.5.1:5500 -report 0 -timescale "$K" >"$OUT/server.log" 2>&1 &
 disown
 sleep 0.5
-# Fabric units from here: delays in us, the line rate 100 Gbit/s.
-us() { python3 -c "import sys; d=sys.argv[1]; print(float(d[:-2])*{'ns':1e-3,'us':1,'µs':1,'ms':1e3}[d[-2:]] if d[-2:] in ('ns','us','µs','ms') else float(d[:-1])*1e6)" "$1"; }
-d=$(us "$DELAY")
-d3=$(us "${DELAY3:-$DELAY}")
 rtt=$(python3 -c "print(f'{2*(2*$d + max($d, $d3)):.3f}us')") # the longer path: both host links and a fabric link, each way
 size=$(python3 -c "print(int(50e9/8*$FLOW_US*1e-6))")  # FLOW_US at half of 100 Gbit/s
 at=$(($(date +%s%N) + 3000000000))
@@ -115,9 +158,10 @@ wait $SAMPLER
 "$WORK/gsperf" fidelity -metrics "$SW" -before "$OUT/fidelity-before.json" -json "$OUT/fidelity.json" >"$OUT/fidelity.txt"
 for i in 1 2 3; do curl -s "http://127.0.0.1:$((BASE + i))/metrics" >"$OUT/metrics-sw$i.txt"; done
 uptime >>"$OUT/load.txt"
-python3 - "$OUT" "$K" "$d" "$d3" <<'PY'
+python3 - "$OUT" "$K" "$d" "$d3" "$THB" "$THRTT" <<'PY'
 import json, statistics, sys
 out, k, d, d3 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) * 1e-6, float(sys.argv[4]) * 1e-6
+th_fixed, th_rtt = float(sys.argv[5]), float(sys.argv[6]) * 1e-6   # TH (bytes), HRTT (fabric seconds); 0: not given
 rate = 100e9                                     # bit/s of the fabric, every link
 S = [s for s in json.load(open(f"{out}/samples.json")) if "error" not in s]
 def tot(s, pre):
@@ -138,9 +182,19 @@ if len(W) < 10:
     sys.exit(f"only {len(W)} samples while both flows ran: see {out}")
 # Th with N_active = 2: HRTT x rate / 2, HRTT the largest of Sw2's BFC ports
 # (2 x delay x K + 2 x 25 us of this machine's budget), in bytes (the same
-# on both clocks).
+# on both clocks); HRTT= puts its own time in the formula, TH= fixes Th.
 hrtt = 2 * max(d, d3) + 2 * 25e-6 / k            # fabric seconds
-th = max(hrtt * rate / 8 / 2, 3028)
+th = th_fixed or max((th_rtt or hrtt) * rate / 8 / 2, 3028)
+# Appendix C for x = 2 (each flow drains at half the line rate and arrives
+# at up to all of it): with r = Th / (HRTT x mu_f), a queue peaks at
+# (r + 1) HRTT x mu_f, its time average is (r + 1)^2 / (2r + 3) of that,
+# and it runs dry 1 / (2r + 3) of the time. In Th: r = 1 gives 2 Th, 0.8 Th
+# and 80 % (the default bars).
+bdp = hrtt * rate / 8 / 2
+r = th / bdp
+mean_th = (r + 1) ** 2 / (r * (2 * r + 3))       # the model's mean queue, in Th
+peak_th = (r + 1) / r                            # its peak, in Th
+util_min = (2 * r + 2) / (2 * r + 3)             # a flow's share of its time with packets
 ths = sorted(s.get('gswitch_bfc_threshold_bytes{port="r2"}', 0) for s in W)
 dt = W[-1]["t"] - W[0]["t"]
 integ = lambda s: tot(s, "gswitch_bfc_queue_byte_seconds_total{")
@@ -165,17 +219,26 @@ for i in (1, 2, 3):
 drops = sum(v for kk, v in m.items() if "drops_total" in kk)
 verdict = open(f"{out}/fidelity.txt").read().strip()
 ok = lambda c: "met" if c else "NOT met"
+thname = "Th, N_active = 2 (HRTT x 100 Gbit/s / 2)"
+if th_fixed:
+    thname = "Th, fixed (TH: the th key)"
+elif th_rtt:
+    thname = f"Th, N_active = 2 (HRTT= {th_rtt*1e6:g} us, the hrtt key: x 100 Gbit/s / 2)"
 lines = [
     f"| timescale | {k:g} (fabric time = this machine's / {k:g}) |",
     f"| steady state | {fab(dt)*1e6:.1f} us of the fabric [{dt:.2f} s], {len(means)} intervals of {fab(dt/len(means))*1e6:.1f} us |",
     f"| HRTT (largest of Sw2's ports: 2 x delay + 2 x 25 us of this machine) | {hrtt*1e6:.3f} us [{hrtt*k*1e3:.2f} ms] |",
-    f"| Th, N_active = 2 (HRTT x 100 Gbit/s / 2) | {th/1e3:.1f} KB (sw2's gauge, median over the samples: {ths[len(ths)//2]/1e3:.1f} KB) |",
+    f"| {thname} | {th/1e3:.1f} KB (sw2's gauge, median over the samples: {ths[len(ths)//2]/1e3:.1f} KB) |",
+]
+if th_fixed or th_rtt:
+    lines.append(f"| Th / (HRTT x 50 Gbit/s) (appendix C's r, x = 2) | {r:.2f}: mean {mean_th:.2f} Th, peak {peak_th:.2f} Th, a flow dry {(1-util_min)*100:.1f} % of the time |")
+lines += [
     f"| mean queue of a flow, median interval | {mean/1e3:.1f} KB = {mean/th:.2f} Th (whole steady state {(integ(W[-1])-integ(W[0]))/dt/2/th:.2f} Th) |",
-    f"| bar: 0.8 Th +- 2 frames ({(0.8*th-f2)/1e3:.1f} to {(0.8*th+f2)/1e3:.1f} KB) | {ok(0.8*th-f2 <= mean <= 0.8*th+f2)} |",
+    f"| bar: {mean_th:.2g} Th +- 2 frames ({(mean_th*th-f2)/1e3:.1f} to {(mean_th*th+f2)/1e3:.1f} KB) | {ok(mean_th*th-f2 <= mean <= mean_th*th+f2)} |",
     f"| peak of a queue in an interval, 90th percentile | {p90/1e3:.1f} KB = {p90/th:.2f} Th (highest {peaks[-1]/th:.2f} Th) |",
-    f"| bar: at most 2 Th + 2 frames = {(2*th+f2)/1e3:.1f} KB | {ok(p90 <= 2*th+f2)} |",
+    f"| bar: at most {peak_th:.2g} Th + 2 frames = {(peak_th*th+f2)/1e3:.1f} KB | {ok(p90 <= peak_th*th+f2)} |",
     f"| utilisation of Sw2 -> R2 | {util*100:.1f} % |",
-    f"| bar: at least 80 % (appendix C) | {ok(util >= 0.8)} |",
+    f"| bar: at least {util_min*100:.0f} % (appendix C) | {ok(util >= util_min)} |",
     f"| samples with nothing queued | {empty*100:.1f} % |",
     f"| line time Sw2 -> R2 lost in the steady state (its worker ran late) | {fab(late(W[-1])-late(W[0]))*1e6:.2f} us [{(late(W[-1])-late(W[0]))*1e3:.1f} ms] |",
     f"| packets counted above Th in the steady state | {over:.0f} |",
@@ -186,6 +249,20 @@ for kk, v in sorted(m.items()):
     if "drops" not in kk:
         lines.append(f"| {kk} | {v:.0f} |")
 open(f"{out}/summary.md", "w").write("| | |\n|---|---|\n" + "\n".join(lines) + "\n")
+try:
+    valid = json.load(open(f"{out}/fidelity.json"))["valid"]
+except (OSError, ValueError, KeyError):
+    valid = None
+whole = (integ(W[-1]) - integ(W[0])) / dt        # both queues together, whole steady state
+json.dump({"th_bytes": th, "th_gauge_bytes": ths[len(ths) // 2], "th_fixed_bytes": th_fixed, "th_hrtt_s": th_rtt,
+           "hrtt_s": hrtt, "r": r, "model_mean_th": mean_th, "model_peak_th": peak_th, "model_util_min": util_min,
+           "mean_bytes": mean, "mean_th": mean / th, "port_mean_bytes": whole, "p90_peak_bytes": p90, "p90_peak_th": p90 / th,
+           "max_peak_bytes": peaks[-1], "max_peak_th": peaks[-1] / th, "util": util, "empty": empty,
+           "over_threshold": over, "drops": drops,
+           "pauses_sent": sum(v for kk, v in m.items() if "pauses_sent" in kk),
+           "mean_bar_met": mean_th * th - f2 <= mean <= mean_th * th + f2, "peak_bar_met": p90 <= peak_th * th + f2,
+           "util_bar_met": util >= util_min, "valid": valid, "verdict": verdict,
+           "steady_fabric_s": fab(dt), "intervals": len(means), "timescale": k}, open(f"{out}/summary.json", "w"), indent=1)
 print("\n".join(lines))
 # For gsperf plot -kind queue: per interval, the mean queue of a flow and
 # the peak of any queue, and Th; the step on both clocks.

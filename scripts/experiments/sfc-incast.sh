@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # sfc-incast.sh — SFC's comparison (seed 003: Fig. 1, Table 2; the spec's
 # section 2.3 "most diagnostic on our testbed") in one run: the same
-# 16-to-1 incast on the dumbbell of topologies/sfc-dumbbell.yaml (the
-# paper's 100 Gbit/s links with 1 us of propagation, SFC's rtt 10 us, run
-# at the file's timescale, 10000) under every ablation, side by side.
+# 16-to-1 incast (NS below for other N) on the dumbbell of
+# topologies/sfc-dumbbell.yaml (the paper's 100 Gbit/s links with 1 us of
+# propagation, SFC's rtt 10 us, run at the file's timescale, 10000) under
+# every ablation, side by side.
 #
 #   tcp            no SFC: kernel TCP (iperf3, one transfer per sender, hosts held to the line rate by a tbf qdisc)
 #   off            no SFC: gsperf flows; the switches only measure
@@ -23,7 +24,7 @@
 # Each mode brings the topology up afresh (gswitchd's counters and peak
 # start at zero), starts a background sender (b1 -> r2: BG_FLOWS flows of
 # BG_SIZE at BG_LOAD of the line rate, sharing the sw1 -> sw2 link) and,
-# 300 us of the fabric later, the incast: 16 senders, one SIZE flow each,
+# 300 us of the fabric later, the incast: 16 senders (N), one SIZE flow each,
 # starting one by one over WINDOW_US (the paper's 50 us synchronisation
 # window), to r1. It samples r1's queue every WATCH_US of the fabric around
 # the incast (the peak and p99 come from the switch:
@@ -39,14 +40,64 @@
 #
 #   sudo scripts/experiments/sfc-incast.sh          # 18 runs of about 25 s
 #   MODES="off ingress_cache" sudo -E scripts/experiments/sfc-incast.sh
+#
+# Sweeps (the spec's "N = 8, 16, 32"; the paper's Bloom reset of half an
+# RTT, which it compared with 1 and 2 RTTs, section 3.2):
+#
+#   NS="8 16 32"   the incast's senders, each N a run of every mode per
+#                  repeat (the first N senders, starting over WINDOW_US);
+#                  N > 16 runs every N on topologies/sfc-dumbbell32.yaml
+#                  (32 senders; TOPOLOGY= picks a file)
+#   BLOOM="5us 10us 20us"   SFC (mode ingress_cache) once per Bloom reset
+#                  (bloom_reset, fabric time) in place of its default rtt/2
+#                  (5us here: list it to have it), as the cases
+#                  ingress_cache-bloomD beside the other modes
+#
+# With one N and no BLOOM (the default, NS=16) the runs and the report are
+# as above: OUT/MODE/RUN, OUT/table.md. Otherwise each N is a directory
+# (OUT/nN/CASE/RUN, OUT/nN/table.md and plots) and sfc-report sweep writes
+# OUT/summary.md: the peak buffer of every case against off per N, a row
+# per N and case (peak and p99 against off, slowdowns, BTS, Bloom, valid
+# runs), and the Bloom resets side by side.
+#
+#   NS="8 16 32" REPEAT=5 sudo -E scripts/experiments/sfc-incast.sh      # 90 runs of 25-45 s: about an hour
+#   NS=16 BLOOM="5us 10us 20us" MODES="off ingress_cache" REPEAT=5 sudo -E scripts/experiments/sfc-incast.sh   # 20 runs, 10 minutes
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 MODES=${MODES:-"tcp off egress ingress ingress_cache estimator"}
-N=16 SIZE=${SIZE:-400000} WINDOW_US=${WINDOW_US:-50} SFC_RTT=${SFC_RTT:-10us} BASE_RTT=${BASE_RTT:-10us} WATCH_US=${WATCH_US:-5}
+NS=${NS:-16} BLOOM=${BLOOM:-} SIZE=${SIZE:-400000} WINDOW_US=${WINDOW_US:-50} SFC_RTT=${SFC_RTT:-10us} BASE_RTT=${BASE_RTT:-10us} WATCH_US=${WATCH_US:-5}
 BG_FLOWS=${BG_FLOWS:-40} BG_SIZE=${BG_SIZE:-20000} BG_LOAD=${BG_LOAD:-0.3} LEAD_S=${LEAD_S:-15} REPEAT=${REPEAT:-3} PACE_BURST=${PACE_BURST:-4}
-K=${TIMESCALE:-$(sed -n 's/^timescale: *\([0-9.e+]*\).*/\1/p' topologies/sfc-dumbbell.yaml)}
+NMAX=0
+for n in $NS; do
+	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 32 ] || { echo "$0: NS: $n is not 2 to 32" >&2; exit 1; }
+	[ "$n" -le "$NMAX" ] || NMAX=$n
+done
+[ "$NMAX" -gt 0 ] || { echo "$0: NS is empty" >&2; exit 1; }
+for b in $BLOOM; do
+	[[ $b =~ ^[0-9.]+(ns|us|µs|ms)$ ]] || { echo "$0: BLOOM: $b is not a time of the fabric such as 5us" >&2; exit 1; }
+done
+# The cases: the modes, SFC once per Bloom reset in place of ingress_cache.
+CASES=
+for mode in $MODES; do
+	if [ "$mode" = ingress_cache ] && [ -n "$BLOOM" ]; then
+		for b in $BLOOM; do CASES="$CASES ingress_cache-bloom$b"; done
+	else
+		CASES="$CASES $mode"
+	fi
+done
+CASES=${CASES# }
+# One N and no BLOOM: the layout and report of a single comparison.
+SWEEP=1
+[ "$(echo $NS | wc -w)" -gt 1 ] || [ -n "$BLOOM" ] || SWEEP=
+TOPOLOGY=${TOPOLOGY:-topologies/sfc-dumbbell.yaml}
+if [ "$NMAX" -gt 16 ] && [ "$TOPOLOGY" = topologies/sfc-dumbbell.yaml ]; then TOPOLOGY=topologies/sfc-dumbbell32.yaml; fi
+SENDERS=$(grep -c '^  s[0-9]*: {addr:' "$TOPOLOGY")
+[ "$NMAX" -le "$SENDERS" ] || { echo "$0: NS asks for $NMAX senders; $TOPOLOGY has $SENDERS" >&2; exit 1; }
+TNAME=$(sed -n 's/^name: *\([a-z0-9]*\).*/\1/p' "$TOPOLOGY")
+MBASE=$(sed -n 's/^metrics_base: *\([0-9]*\).*/\1/p' "$TOPOLOGY")
+K=${TIMESCALE:-$(sed -n 's/^timescale: *\([0-9.e+]*\).*/\1/p' "$TOPOLOGY")}
 K=${K:-1}
 OUT=${OUT:-results-sfc-incast-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -63,13 +114,13 @@ go build -o "$WORK/gswitchd" ./cmd/gswitchd
 go build -o "$WORK/gsperf" ./cmd/gsperf
 go build -o "$WORK/sfc-report" ./scripts/experiments/sfc-report
 G=$WORK/gsperf
-ns() { echo "sfcdb-$1"; }
-SW=sw1=http://127.0.0.1:9561/metrics,sw2=http://127.0.0.1:9562/metrics
+ns() { echo "$TNAME-$1"; }
+SW=sw1=http://127.0.0.1:$((MBASE + 1))/metrics,sw2=http://127.0.0.1:$((MBASE + 2))/metrics
 # This machine's side of the fabric's figures: the line rate for tbf (mode
-# tcp), the watch's step and span.
+# tcp), the watch's step and span (for N senders).
 WALL_RATE=$(python3 -c "print(f'{100e9/$K/1e6:g}mbit')")
 WATCH_WALL=$(python3 -c "print(f'{$WATCH_US*$K/1e3:g}ms')")
-WATCH_SPAN=$(python3 -c "print(f'{($N*$SIZE*8/100e9 + ($WINDOW_US + 300)*1e-6)*$K + 2:.1f}s')")
+watch_span() { python3 -c "print(f'{($1*$SIZE*8/100e9 + ($WINDOW_US + 300)*1e-6)*$K + 2:.1f}s')"; }
 
 {
 	echo "date: $(date -u +%FT%TZ)"
@@ -77,7 +128,12 @@ WATCH_SPAN=$(python3 -c "print(f'{($N*$SIZE*8/100e9 + ($WINDOW_US + 300)*1e-6)*$
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "timescale: $K (fabric times; this machine runs them $K times longer)"
-	echo "params: N=$N SIZE=$SIZE WINDOW_US=$WINDOW_US SFC_RTT=$SFC_RTT BASE_RTT=$BASE_RTT WATCH_US=$WATCH_US BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD LEAD_S=$LEAD_S REPEAT=$REPEAT PACE_BURST=$PACE_BURST"
+	if [ -n "$SWEEP" ]; then
+		echo "sweep: NS=$NS BLOOM=$BLOOM cases: $CASES; topology $TOPOLOGY"
+		echo "params: SIZE=$SIZE WINDOW_US=$WINDOW_US SFC_RTT=$SFC_RTT BASE_RTT=$BASE_RTT WATCH_US=$WATCH_US BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD LEAD_S=$LEAD_S REPEAT=$REPEAT PACE_BURST=$PACE_BURST"
+	else
+		echo "params: N=$NS SIZE=$SIZE WINDOW_US=$WINDOW_US SFC_RTT=$SFC_RTT BASE_RTT=$BASE_RTT WATCH_US=$WATCH_US BG_FLOWS=$BG_FLOWS BG_SIZE=$BG_SIZE BG_LOAD=$BG_LOAD LEAD_S=$LEAD_S REPEAT=$REPEAT PACE_BURST=$PACE_BURST"
+	fi
 } >"$OUT/env.txt"
 
 # prune keeps a run's directory small: of the metrics, the families the
@@ -96,17 +152,24 @@ prune() {
 	rm -f "$d"/client-*.log "$d/up.log"
 }
 
+# run CASE REP N: a mode (or ingress_cache-bloomD) with the first N senders.
 run() {
-	local mode=$1 rep=$2
-	echo "== $mode, run $rep"
-	d=$OUT/$mode/$rep
+	local what=$1 rep=$2 N=$3 mode=${1%%-bloom*}
+	if [ -n "$SWEEP" ]; then
+		echo "== N=$N $what, run $rep"
+		d=$OUT/n$N/$what/$rep
+	else
+		echo "== $mode, run $rep"
+		d=$OUT/$mode/$rep
+	fi
 	mkdir -p "$d"
-	case $mode in
+	case $what in
 	tcp | off) keys="{mode: off, rtt: $SFC_RTT}" ;;
 	estimator) keys="{mode: ingress_cache, rtt: $SFC_RTT, estimator: true, estimator_destinations: [10.2.1.1], estimator_rate: 100Gbit}" ;;
+	ingress_cache-bloom*) keys="{mode: ingress_cache, rtt: $SFC_RTT, bloom_reset: ${what#ingress_cache-bloom}}" ;;
 	*) keys="{mode: $mode, rtt: $SFC_RTT}" ;;
 	esac
-	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys}|" -e "s|^timescale: .*|timescale: $K|" topologies/sfc-dumbbell.yaml >"$TOPO"
+	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys}|" -e "s|^timescale: .*|timescale: $K|" "$TOPOLOGY" >"$TOPO"
 	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" >"$d/up.log"
 	# Every sender reaches r1 (and the switches have resolved everything) before the clock starts.
 	for i in $(seq 1 $N); do ip netns exec "$(ns s$i)" ping -c 1 -W 1 10.2.1.1 >/dev/null; done
@@ -138,7 +201,7 @@ run() {
 		sleep $((LEAD_S - 1))
 		# Every WATCH_US of the fabric, sw2 only: a scrape costs the switch CPU (sw1's metrics are 120 KB of
 		# text). Peak and p99 come from the switch itself.
-		exec "$WORK/sfc-report" watch -duration "$WATCH_SPAN" -interval "$WATCH_WALL" -out "$d/queues.json" 127.0.0.1:9562=r1
+		exec "$WORK/sfc-report" watch -duration "$(watch_span "$N")" -interval "$WATCH_WALL" -out "$d/queues.json" "127.0.0.1:$((MBASE + 2))=r1"
 	) &
 	watch=$!
 	ip netns exec "$(ns b1)" "$G" client -src b1 -to 10.2.2.1:5500 -size $BG_SIZE -flows $BG_FLOWS -load $BG_LOAD -arrivals poisson \
@@ -160,22 +223,33 @@ run() {
 	"$G" fidelity -metrics "$SW" -before "$d/fidelity-before.json" -json "$d/fidelity.json" >"$d/verdict.txt" || true
 	echo "  $(cut -c1-100 "$d/verdict.txt")"
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	curl -s http://127.0.0.1:9561/metrics >"$d/sw1.prom"
-	curl -s http://127.0.0.1:9562/metrics >"$d/sw2.prom"
+	curl -s "http://127.0.0.1:$((MBASE + 1))/metrics" >"$d/sw1.prom"
+	curl -s "http://127.0.0.1:$((MBASE + 2))/metrics" >"$d/sw2.prom"
 	if [ "$mode" != tcp ]; then
-		"$G" merge -name "$mode" -out "$d/incast.json" "$WORK"/s*.json >"$d/incast.txt"
+		"$G" merge -name "$what" -out "$d/incast.json" "$WORK"/s*.json >"$d/incast.txt"
 		rm -f "$WORK"/s*.json
 	fi
 	"$WORK/gswitchctl" topo down -state "$WORK/state" "$TOPO" >/dev/null
 	prune "$d"
-	echo "load average after $mode run $rep: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
+	echo "load average after ${SWEEP:+N=$N }$what run $rep: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
 }
 
 # The runs of the modes alternate, so a spell of load from elsewhere falls on all of them alike.
 for rep in $(seq 1 "$REPEAT"); do
-	for mode in $MODES; do
-		run "$mode" "$rep"
+	for n in $NS; do
+		for c in $CASES; do
+			run "$c" "$rep" "$n"
+		done
 	done
 done
-"$WORK/sfc-report" -dir "$OUT" -modes "$MODES" -base-rtt "$BASE_RTT" -rate 100e9 -timescale "$K"
-echo "table: $OUT/table.md; plots: $OUT/sfc-queue.png $OUT/sfc-buffer.png $OUT/sfc-slowdown.png"
+if [ -z "$SWEEP" ]; then
+	"$WORK/sfc-report" -dir "$OUT" -modes "$MODES" -base-rtt "$BASE_RTT" -rate 100e9 -timescale "$K"
+	echo "table: $OUT/table.md; plots: $OUT/sfc-queue.png $OUT/sfc-buffer.png $OUT/sfc-slowdown.png"
+	exit 0
+fi
+for n in $NS; do
+	echo "== N=$n"
+	"$WORK/sfc-report" -dir "$OUT/n$n" -modes "$CASES" -base-rtt "$BASE_RTT" -rate 100e9 -timescale "$K" || echo "sfc-report: N=$n failed"
+done
+"$WORK/sfc-report" sweep -dir "$OUT" -ns "$NS" -modes "$CASES" -base-rtt "$BASE_RTT" -rate 100e9 -timescale "$K"
+echo "summary: $OUT/summary.md; per N: $OUT/nN/table.md and plots"

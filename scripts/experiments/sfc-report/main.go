@@ -7,7 +7,12 @@
 // gsperf fidelity) is counted per mode.
 //
 //	sfc-report -dir results-sfc-incast-... -modes "tcp off egress ingress ingress_cache estimator" -timescale 10000
+//	sfc-report sweep -dir results-sfc-incast-... -ns "8 16 32" -modes "off ingress_cache-bloom5us ..." -timescale 10000
 //	sfc-report watch -out queues.json -duration 5s URL=PORT ...   # sample queue depths with timestamps
+//
+// sweep reads a sweep's runs (DIR/nN/CASE/RUN: NS with several values or
+// BLOOM in the script; a case is a mode, or ingress_cache-bloomD for SFC
+// with a Bloom reset of D) and writes DIR/summary.md (sweep.go).
 //
 // Each run's directory (DIR/MODE/RUN) holds what the script collected: sw1.prom and
 // sw2.prom (the switches' metrics at the end of the run), queues.json (the
@@ -17,19 +22,16 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gswitch/gswitch/perf/results"
 	dto "github.com/prometheus/client_model/go"
@@ -221,10 +223,7 @@ func load(dir, mode string, rateBits float64, rttNs int64, k float64) (*row, err
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("no runs in %s", filepath.Join(dir, mode))
 	}
-	r := &row{mode: mode, label: labels[mode]}
-	if r.label == "" {
-		r.label = mode
-	}
+	r := &row{mode: mode, label: caseLabel(mode)}
 	var each []*row
 	for _, d := range runs {
 		x, err := loadRun(d, mode, rateBits, rttNs, k)
@@ -316,7 +315,14 @@ func loadRun(d, mode string, rateBits float64, rttNs int64, k float64) (*row, er
 		if json.Unmarshal(b, &s) == nil {
 			// Time 0 is the last sample before the queue first grew: on a loaded machine the
 			// senders start up to a second after the instant they were given.
-			pts := s["127.0.0.1:9562/r1"]
+			// The watch's one series, r1's port (whichever metrics port the topology gave sw2).
+			var pts [][2]float64
+			for key, v := range s {
+				if strings.HasSuffix(key, "/r1") {
+					pts = v
+					break
+				}
+			}
 			at := float64(readMeta(filepath.Join(d, "meta.txt"))["incast_at_ns"])
 			for i, p := range pts {
 				if p[1] > 0 {
@@ -434,57 +440,16 @@ func plots(dir string, rows []*row, rate, k float64) error {
 		})
 }
 
-// watch samples gswitch_queue_depth_bytes of queue 0 of the named ports
-// as fast as the endpoints answer (at most every interval), with the wall
-// clock of each sample, and writes {"host:port/port": [[unix ns, bytes], ...]}.
-func watch(args []string) error {
-	fs := flag.NewFlagSet("watch", flag.ExitOnError)
-	out := fs.String("out", "queues.json", "JSON to write")
-	dur := fs.Duration("duration", 5*time.Second, "how long to watch")
-	every := fs.Duration("interval", time.Millisecond, "least time between two samples of one endpoint")
-	fs.Parse(args)
-	type target struct{ url, port, key string }
-	var ts []target
-	for _, a := range fs.Args() {
-		u, p, ok := strings.Cut(a, "=")
-		if !ok {
-			return fmt.Errorf("watch: %q is not host:port=PORT", a)
-		}
-		ts = append(ts, target{"http://" + u + "/metrics", p, u + "/" + p})
-	}
-	series := map[string][][2]float64{}
-	client := &http.Client{Timeout: time.Second}
-	for end := time.Now().Add(*dur); time.Now().Before(end); {
-		next := time.Now().Add(*every)
-		for _, t := range ts {
-			resp, err := client.Get(t.url)
-			if err != nil {
-				continue
-			}
-			at := time.Now().UnixNano()
-			want := `gswitch_queue_depth_bytes{port="` + t.port + `",queue="0"} `
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), want); ok {
-					if f, err := strconv.ParseFloat(v, 64); err == nil {
-						series[t.key] = append(series[t.key], [2]float64{float64(at), f})
-					}
-				}
-			}
-			resp.Body.Close()
-		}
-		time.Sleep(time.Until(next))
-	}
-	b, err := json.Marshal(series)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(*out, b, 0o644)
-}
-
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "watch" {
 		if err := watch(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "sfc-report:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "sweep" {
+		if err := sweep(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "sfc-report:", err)
 			os.Exit(1)
 		}
