@@ -13,6 +13,8 @@
 #   REPS=1 DUR=5 sudo -E scripts/bench.sh      # quick look
 #   WORKERS=2 sudo -E scripts/bench.sh         # gswitchd with two workers
 #   CPUS=0 sudo -E scripts/bench.sh            # gswitchd's worker pinned to CPU 0 (cpus: [0])
+#   PORT_OPTS="role: host, source_guard: binding" sudo -E scripts/bench.sh   # keys added to both ports
+#   GSWITCHD=/path/to/gswitchd CONFIGS=cmd sudo -E scripts/bench.sh          # another build of gswitchd (A/B)
 #
 # CPU accounting: the kit's run.sh is copied into the work directory (as
 # before) and the copy gets two more snapshots per run, right after the
@@ -78,11 +80,15 @@ open(path, "w").write(s)
 PY
 	cp "$SRC/run.sh" "$WORK/kit/run.sh"
 fi
-go build -o "$WORK/gswitchd" ./cmd/gswitchd
+if [ -n "${GSWITCHD:-}" ]; then
+	cp "$GSWITCHD" "$WORK/gswitchd" # another build (A/B: an older commit's)
+else
+	go build -o "$WORK/gswitchd" ./cmd/gswitchd
+fi
 cat >"$WORK/gswitchd.yaml" <<YAML
 ports:
-  - {name: s1, interface: s1}
-  - {name: s2, interface: s2}
+  - {name: s1, interface: s1${PORT_OPTS:+, $PORT_OPTS}}
+  - {name: s2, interface: s2${PORT_OPTS:+, $PORT_OPTS}}
 workers: ${WORKERS:-0}
 busy_poll: ${BUSY_POLL:-false}
 cpus: [${CPUS:-}]

@@ -225,35 +225,36 @@ if os.path.isdir(conv):
         """Flow i's goodput (fabric bit/s) over [t - win, t]."""
         return (cum(i, t) - cum(i, t - win)) * 8 / (win / 1e9)
 
-    def fair(t, j):
-        return all(abs(rate(i, t) - payload / j) <= 0.2 * payload / j for i in range(j))
+    def fair(t, j, tol):
+        return all(abs(rate(i, t) - payload / j) <= tol * payload / j for i in range(j))
+
+    def converged(t_join, t_end, j, tol):
+        """The first time after t_join (fabric us after it) from which every
+        running flow stays within tol of its fair share for 1 ms (or to t_end)."""
+        hold = min(1e6, t_end - t_join - win)
+        t = t_join + win
+        while t + hold <= t_end:
+            u = t
+            while u <= t + hold and fair(u, j, tol):
+                u += step
+            if u > t + hold:
+                return f"{(t - t_join) / 1e3:.0f}"
+            t += step
+        return "-"
 
     print(f"### Convergence (topologies/expresspass/incast.yaml): {cn} flows to r1, one joining every {join_ns / 1e6:g} ms\n")
-    print("After each join, how long (fabric) until every running flow's goodput over 200 us is within 20% of its fair share "
-          "(what credits let through, / the flows running) and stays there for 1 ms (or to the next join); "
-          "then each flow's share of the link over the last 1 ms before the next join (the end of the run for the last).\n")
-    print("| flows running | converged after (us) | shares | Jain | fidelity |")
-    print("|---|---|---|---|---|")
+    print("After each join, how long (fabric) until every running flow's goodput over 200 us is within 10% (the spec's bar) "
+          "or 20% of its fair share (what credits let through, / the flows running) and stays there for 1 ms (or to the next join; "
+          "- : not in that time); then each flow's share of the link over the last 1 ms before the next join (the end of the run for the last). "
+          "200 us is the shortest window read: a flow that converged at once shows 200.\n")
+    print("| flows running | within 10% after (us) | within 20% after (us) | shares | Jain | fidelity |")
+    print("|---|---|---|---|---|---|")
     for j in range(1, cn + 1):
         t_join = (j - 1) * join_ns
         t_end = j * join_ns if j < cn else total
-        hold = min(1e6, t_end - t_join - win)
-        conv_t = "-"
-        t = t_join + win
-        while t + hold <= t_end:
-            u, ok = t, True
-            while u <= t + hold:
-                if not fair(u, j):
-                    ok = False
-                    break
-                u += step
-            if ok:
-                conv_t = f"{(t - t_join) / 1e3:.0f}"
-                break
-            t += step
         lo_t = max(t_end - 1e6, t_join)
         shares = [(cum(i, t_end) - cum(i, lo_t)) * 8 / ((t_end - lo_t) / 1e9) / payload for i in range(j)]
-        print(f"| {j} | {conv_t} | {' '.join(f'{x:.2f}' for x in shares)} | {jain(shares):.3f} | {verdict(conv) if j == 1 else ''} |")
+        print(f"| {j} | {converged(t_join, t_end, j, 0.1)} | {converged(t_join, t_end, j, 0.2)} | {' '.join(f'{x:.2f}' for x in shares)} | {jain(shares):.3f} | {verdict(conv) if j == 1 else ''} |")
     print()
 if os.environ.get("JITTER"):
     print(f"Receivers' credit jitter: -xp-jitter {os.environ['JITTER']}.\n")
