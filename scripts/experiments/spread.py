@@ -54,7 +54,7 @@ def fmt(x):
 
 def spread_cell(values):
     """values: the cell's text in each run that has it."""
-    if len(set(values)) == 1 and not NUM.search(values[0]):
+    if len(set(values)) == 1:
         return values[0]
     shapes = {NUM.sub("#", v) for v in values}
     if len(shapes) != 1:
@@ -62,12 +62,13 @@ def spread_cell(values):
     shape = shapes.pop()
     nums = [[float(m) for m in NUM.findall(v)] for v in values]
     parts = shape.split("#")
+    texts = [NUM.findall(v) for v in values]
     res = parts[0]
     for i in range(len(parts) - 1):
         col = [n[i] for n in nums]
         med = statistics.median(col)
         lo, hi = min(col), max(col)
-        res += fmt(med) if lo == hi else f"{fmt(med)} [{fmt(lo)}–{fmt(hi)}]"
+        res += texts[0][i] if lo == hi else f"{fmt(med)} [{fmt(lo)}–{fmt(hi)}]"
         res += parts[i + 1]
     return res
 

@@ -18,7 +18,8 @@
 #   2. Parking lot (Fig. 4b) and multi-bottleneck (Fig. 4a): naive credits
 #      for NAIVE (default 6ms) against the feedback loop for FEEDBACK
 #      (default 10ms), each flow's share of a link over the steady window.
-#   3. Convergence (the paper's Fig. 2 kind; PARTS=converge): CONVERGE_N
+#   3. Convergence (the paper's Fig. 2 kind; PARTS=converge): naive credits
+#      (the paper's Fig. 2 scheme), then the feedback loop: CONVERGE_N
 #      (default 4) senders to one receiver on incast.yaml, sender i joining
 #      (i-1) x JOIN (default 2ms) after the first, all running until HOLD
 #      (default 4ms) after the last joined: each flow's goodput over time,
@@ -159,14 +160,15 @@ xp_run() {
 	done
 	sleep 1.5
 	fidelity_begin "$nsw"
-	watch "$timeout"
+	# The watch writes its file when its time is up (a killed one writes
+	# nothing): WATCH_FOR (fabric) is how long the flows are expected to run.
+	watch "${WATCH_FOR:-$timeout}"
 	wait "${clients[@]}" || true
 	fidelity_end "$nsw"
 	sleep 0.3
 	scrape after "$nsw"
 	kill -INT "${servers[@]}" 2>/dev/null || true
 	wait "${servers[@]}" 2>/dev/null || true
-	kill "$WATCH" 2>/dev/null || true
 	wait "$WATCH" 2>/dev/null || true
 	"$WORK/gsperf" merge -name xpass -out "$RUN/flows.json" "$RUN"/flow-*.json >/dev/null
 }
@@ -207,8 +209,8 @@ for n in $NS; do
 	# Each sender's fair share of INCAST: payload 1408 of the 1622 bytes of line a credit and its data frame take.
 	size=$(python3 -c "print(int($RATEBITS / 8 * 1408 / 1622 * $incast_ns / 1e9 / $n))")
 	timeout=$(python3 -c "print(f'{3 * $incast_ns / 1e3:.0f}us')")
-	xp_run "$OUT/incast$n-xpass" 2 "" "$pairs" "$size" "$timeout"
-	xp_run "$OUT/incast$n-naive" 2 -xp-naive "$pairs" "$size" "$timeout"
+	WATCH_FOR="$((incast_ns / 1000 + 1500))us" xp_run "$OUT/incast$n-xpass" 2 "" "$pairs" "$size" "$timeout"
+	WATCH_FOR="$((incast_ns / 1000 + 1500))us" xp_run "$OUT/incast$n-naive" 2 -xp-naive "$pairs" "$size" "$timeout"
 	tcp_run "$OUT/incast$n-tcp-fifo" 2 "$pairs"
 	down
 	up incast.yaml sfq
@@ -239,6 +241,8 @@ if has converge; then
 	total=$(((CONVERGE_N - 1) * join_ns + hold_ns))
 	# More than a flow can send in the run: they all run to its end.
 	size=$(python3 -c "print(int($RATEBITS / 8 * $total / 1e9))")
+	# Naive credits first: the paper's Fig. 2 is the naive scheme.
+	STAGGER_NS=$join_ns xp_run "$OUT/converge-naive" 2 -xp-naive "$pairs" "$size" "${total}ns"
 	STAGGER_NS=$join_ns xp_run "$OUT/converge-xpass" 2 "" "$pairs" "$size" "${total}ns"
 	down
 fi
@@ -250,9 +254,11 @@ for n in $NS; do
 	"$WORK/gsperf" plot -kind queue -title "$n-to-1: data queue sw1 -> sw2" -out "$OUT/incast$n-queue.png" "$OUT/incast$n-queue.json"
 	"$WORK/gsperf" plot -kind throughput -title "$n-to-1, ExpressPass: goodput per flow" -out "$OUT/incast$n-xpass-throughput.png" "$OUT/incast$n-xpass/flows.json"
 done
-if [ -d "$OUT/converge-xpass" ]; then
-	"$WORK/gsperf" plot -kind throughput -title "convergence: $CONVERGE_N flows joining every $JOIN" -out "$OUT/converge-throughput.png" "$OUT/converge-xpass/flows.json"
-fi
+for m in naive xpass; do
+	if [ -d "$OUT/converge-$m" ]; then
+		"$WORK/gsperf" plot -kind throughput -title "convergence, $m credits: $CONVERGE_N flows joining every $JOIN" -out "$OUT/converge-$m-throughput.png" "$OUT/converge-$m/flows.json"
+	fi
+done
 has two && for m in naive xpass; do
 	"$WORK/gsperf" plot -kind throughput -title "parking lot, $m" -out "$OUT/parking-$m-throughput.png" "$OUT/parking-$m/flows.json"
 	"$WORK/gsperf" plot -kind throughput -title "multi-bottleneck, $m" -out "$OUT/multi-$m-throughput.png" "$OUT/multi-$m/flows.json"

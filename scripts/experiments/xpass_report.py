@@ -203,8 +203,10 @@ for title, tag, cols, links in (
     print()
 
 # Convergence (PARTS=converge): flow i joined (i-1) x JOIN after the first.
-conv = f"{out}/converge-xpass"
-if os.path.isdir(conv):
+for scheme in ("naive", "xpass"):
+    conv = f"{out}/converge-{scheme}"
+    if not os.path.isdir(conv):
+        continue
     cn, join_ns, hold_ns = int(os.environ["CONVERGE_N"]), float(os.environ["JOIN_NS"]), float(os.environ["HOLD_NS"])
     flows = []
     for f in sorted(glob.glob(f"{conv}/flow-*.json"), key=lambda p: int(p.split("-")[-1][:-5])):
@@ -242,7 +244,7 @@ if os.path.isdir(conv):
             t += step
         return "-"
 
-    print(f"### Convergence (topologies/expresspass/incast.yaml): {cn} flows to r1, one joining every {join_ns / 1e6:g} ms\n")
+    print(f"### Convergence, {'naive credits' if scheme == 'naive' else 'feedback'} (topologies/expresspass/incast.yaml): {cn} flows to r1, one joining every {join_ns / 1e6:g} ms\n")
     print("After each join, how long (fabric) until every running flow's goodput over 200 us is within 10% (the spec's bar) "
           "or 20% of its fair share (what credits let through, / the flows running) and stays there for 1 ms (or to the next join; "
           "- : not in that time); then each flow's share of the link over the last 1 ms before the next join (the end of the run for the last). "
