@@ -10,8 +10,10 @@
 # source NIC is the first upstream"): each flow names its queue id, the
 # host honours sw1's pauses by it, paces its link to 100 Gbit/s and keeps
 # one BDP in flight (HOSTS=deaf: the paper's "BFC - NIC", pauses ignored).
-# The flows meet at sw1's port toward sw2, the bottleneck: 16 queues for N
-# flows, shared once N > 16 (the HoL blocking of section 3.3.1).
+# r1's link runs at half the rate (R1_RATE, below): sw2 -> r1 is the
+# bottleneck, sw2 pauses sw1's queues toward it, and sw1, whose port toward
+# sw2 has 16 queues for N flows (shared once N > 16: the HoL blocking of
+# section 3.3.1), pauses the hosts in turn.
 #
 # While the flows run the script samples sw1's port toward sw2 and sw2's
 # port toward r1 every STEP_US of the fabric (the ports' queued bytes, each
@@ -35,9 +37,11 @@
 # NS="8 16 32" (1 to 32), RUNS=1 (every N once per round, the N taking
 # turns), TOTAL=20000000 (bytes, split evenly over the N flows; SIZE= bytes
 # gives each flow that size instead), HOSTS=bfc (or deaf), WINDOW= (gsperf
-# -init-window; default one BDP at 100 Gbit/s x the base RTT), R1_RATE=
-# (r1's link, e.g. 50Gbit: the congestion moves to sw2 -> r1 and sw2's
-# pauses reach sw1), STEP_US=10 (sampling step, fabric us: a scrape of sw1
+# -init-window; default one BDP at 100 Gbit/s x the base RTT),
+# R1_RATE=50Gbit (r1's link: the congestion is at sw2 -> r1, and sw2's
+# pauses pool the backlog in sw1, the spec's "queues pooled upstream";
+# R1_RATE= (empty) leaves it at 100 Gbit/s: the flows then meet first at
+# sw1's port toward sw2, and sw1 pauses the hosts), STEP_US=10 (sampling step, fabric us: a scrape of sw1
 # costs it CPU, 100 ms here is what the ExpressPass incast found harmless),
 # TIMEOUT=10ms (fabric: a flow gives up this long after it starts; the
 # ideal incast takes 1.6 ms), LEAD_S=10 (wall seconds for the N clients to
@@ -48,7 +52,7 @@ cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 NS=${NS:-"8 16 32"} RUNS=${RUNS:-1} TOTAL=${TOTAL:-20000000} SIZE=${SIZE:-} HOSTS=${HOSTS:-bfc} WINDOW=${WINDOW:-}
-R1_RATE=${R1_RATE:-} STEP_US=${STEP_US:-10} TIMEOUT=${TIMEOUT:-10ms} LEAD_S=${LEAD_S:-10}
+R1_RATE=${R1_RATE-50Gbit} STEP_US=${STEP_US:-10} TIMEOUT=${TIMEOUT:-10ms} LEAD_S=${LEAD_S:-10}
 for n in $NS; do
 	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 32 ] || { echo "$0: NS: $n is not 1 to 32 (topologies/bfc-incast.yaml has 32 senders)" >&2; exit 1; }
 done
@@ -214,7 +218,7 @@ def one(n, r):
     done = [f for f in flows if f.get("complete")]
     x = {"n": n, "size": size, "incomplete": n - len(done),
          "retx": sum(f.get("retransmits", 0) for f in flows), "timeouts": sum(f.get("timeouts", 0) for f in flows)}
-    x["ideal_us"] = n * size * 8 / line_bits * 1e6
+    x["ideal_us"] = n * size * 8 / min(line_bits, r1_bits) * 1e6  # at the bottleneck's rate
     ends = [f["start_unix_ns"] + f["fct_ns"] for f in done]
     x["completion_us"] = (max(ends) - at) / k / 1e3 if ends and not x["incomplete"] else float("nan")
     fcts = [f["fct_fabric_ns"] / 1e3 for f in done]
@@ -277,7 +281,8 @@ def mean_range(xs, fmt="{:.0f}"):
 size_note = f"each flow {size_env} B" if size_env else f"{total/1e6:g} MB in all, split over the N flows"
 head = [f"BFC incast on topologies/bfc-incast.yaml at timescale {k:g}: N synchronized flows to r1 ({size_note}); times in us of the fabric ({k:g} times longer here).",
         "Means over the runs with a VALID fidelity verdict (* : none was, over all runs), the range over them in brackets.",
-        "Queues: sw1 -> sw2 is the bottleneck (N x 100 Gbit/s into 100 Gbit/s), sampled; the largest single queue from its watermark.", "",
+        (f"Queues: sw2 -> r1 ({r1_bits / 1e9:g} Gbit/s) is the bottleneck; sw1 -> sw2 (100 Gbit/s) holds what sw2's pauses push back, sampled; the largest single queue from its watermark." if r1_bits < line_bits
+         else "Queues: sw1 -> sw2 is the bottleneck (N x 100 Gbit/s into 100 Gbit/s), sampled; the largest single queue from its watermark."), "",
         "| senders | flow size (KB) | incast completion (us) | ideal (us) | FCT mean (us) | FCT min–max (us) | sw1 -> sw2 queued: mean (KB) | p99 (KB) | highest sample (KB) | largest single queue (KB) | sw2 -> r1 highest sample (KB) | drops | pauses sent: sw1 -> hosts / sw2 -> sw1 | flows on a random queue (none empty) | utilisation sw2 -> r1 (%) | incomplete flows | valid runs (fidelity) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 rows, per = [], []
