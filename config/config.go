@@ -65,9 +65,10 @@ type Config struct {
 	// worker does not spin (spin is ignored): SCHED_FIFO does not share a
 	// CPU between threads of one priority, so a spinning worker would keep
 	// other switches' workers off it. Every other thread of gswitchd runs
-	// under SCHED_FIFO at the same priority too (the runtime's, the
-	// metrics' and the control socket's): a worker back from a system call
-	// can wait for one of them (dataplane.realtimeProcess). Not with
+	// under SCHED_FIFO one priority lower (the runtime's, the metrics' and
+	// the control socket's): a worker back from a system call can wait for
+	// one of them, which must not wait behind ordinary threads, and a
+	// worker must not wait behind a scrape (dataplane.realtimeProcess). Not with
 	// busy_poll, nice or slice (they are for ordinary threads).
 	Realtime int `yaml:"realtime"`
 	// Slice is the workers' scheduler time slice (Linux 6.12 and later,
