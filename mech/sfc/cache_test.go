@@ -1,6 +1,7 @@
 package sfc
 
 import (
+	"github.com/gswitch/gswitch/internal/keyhash"
 	"sync"
 	"testing"
 )
@@ -78,6 +79,16 @@ func TestCacheIsBounded(t *testing.T) {
 func TestCacheConcurrent(t *testing.T) {
 	c := newCache(16)
 	const keys, rounds = 8, 20000
+	// A fixed key under which the 8 keys fit their buckets (at most
+	// cacheWays each): under a random one, one bucket in nine draws gets
+	// five of them, and the cache rightly evicts one.
+	c.key = keyhash.FromKey([2]uint64{1, 2})
+	per := map[uint64]int{}
+	for k := 0; k < keys; k++ {
+		if per[c.bucketOf(cacheKey(ipOf(k), 0))]++; per[c.bucketOf(cacheKey(ipOf(k), 0))] > cacheWays {
+			t.Fatalf("the test's key puts more than %d of its keys in one bucket: pick another", cacheWays)
+		}
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
