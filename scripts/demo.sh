@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh — the main job: a fabric of three gswitchd switches in network
 # namespaces, BFC (Backpressure Flow Control) at work between them. Run as
-# root; about two minutes. It builds gswitchd, gswitchctl and gsperf, brings
+# root; about a minute. It builds gswitchd, gswitchctl and gsperf, brings
 # up BFC's testbed (the paper's Fig. 6) from a topology file with
 # `gswitchctl topo up`, and runs the same incast twice, without and with BFC:
 #

@@ -2,7 +2,7 @@
 # test.sh — every test of gswitch: vet, unit tests with the race detector,
 # short runs of every fuzz target (parsers, codecs, schedulers, route
 # lookup), and the namespace integration tests with real gswitchd processes
-# (root; they skip with the reason otherwise). About 10 minutes on a 2-core
+# (root; they skip with the reason otherwise). About 15 minutes on a 2-core
 # machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
