@@ -23,6 +23,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/gswitch/gswitch/control"
 )
 
 // gswitchdBin is built by TestMain when the tests run as root.
@@ -111,6 +113,16 @@ func cleanup(t *testing.T, tp *Topology, o UpOptions) {
 		for _, pid := range pids() {
 			if a := procCmdline(pid); len(a) == 3 && a[0] == o.Gswitchd && strings.HasPrefix(a[2], dir) {
 				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		// The switches' control sockets, which a killed gswitchd leaves
+		// behind (gswitchctl topo down removes them the same way): only
+		// sockets nobody answers on go.
+		if p, err := tp.Plan(); err == nil {
+			for _, s := range p.Switches {
+				if _, err := control.RemoveStale(SocketPath(tp.Name, s.Name)); err != nil {
+					t.Errorf("cleanup: %v", err)
+				}
 			}
 		}
 	})
