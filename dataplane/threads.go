@@ -84,14 +84,14 @@ func (s *Switch) Start() error {
 // CPU or by the realtime worker itself on its own, kept a realtime worker
 // spinning for 28 to 52 ms at a time beside a busy loop (perf sched:
 // runtime.exitsyscall -> casgstatus -> osyield, the lost line time of
-// TestXPassMultiBottleneck). Realtime, those threads no longer wait
+// the namespace tests). Realtime, those threads no longer wait
 // behind ordinary ones: preempted by a worker on its CPU, one is pushed to
 // a CPU that runs an ordinary thread. One priority below the workers, a
 // worker woken while one of them runs takes the CPU at once: a scrape of a
-// switch with many ports takes milliseconds (7 ms for 33 ports of 16 BFC
-// queues), and at the workers' own priority it kept a worker from its
-// timers that long (lateness p99 0.34 to 0.43 frame times, delay error 1.3,
-// in the BFC incast of 8 to 32 senders).
+// switch with many ports and queues takes milliseconds (7 ms for 33 ports
+// of 16 queues), and at the workers' own priority it kept a worker from
+// its timers that long (docs/results.md, "Realtime switches beside a busy
+// loop").
 func (s *Switch) realtimeProcess() error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
