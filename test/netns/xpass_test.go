@@ -95,9 +95,9 @@ type xpFabric struct {
 }
 
 // upXP brings the topology file up under a name of its own (random), as
-// the knobs say; Running.Down at cleanup removes it, also when the test
-// fails.
-func upXP(t *testing.T, file string) *xpFabric {
+// the knobs say and with the edits given applied to its text in turn;
+// Running.Down at cleanup removes it, also when the test fails.
+func upXP(t *testing.T, file string, edits ...func(string) string) *xpFabric {
 	t.Helper()
 	requireNetns(t)
 	b, err := os.ReadFile(filepath.Join("..", "..", "topologies", "expresspass", file))
@@ -108,6 +108,9 @@ func upXP(t *testing.T, file string) *xpFabric {
 	base := 20000 + int(id[0]^id[1])*100 + int(id[2])%64*10
 	s := regexp.MustCompile(`(?m)^name: \w+`).ReplaceAllString(string(b), "name: x"+id[:5])
 	s = regexp.MustCompile(`(?m)^metrics_base: \d+`).ReplaceAllString(s, "metrics_base: "+strconv.Itoa(base))
+	for _, e := range edits {
+		s = e(s)
+	}
 	if d := os.Getenv("GSWITCH_XPASS_CREDIT_DROP"); d != "" {
 		s = regexp.MustCompile(`, credit_drop: \w+`).ReplaceAllString(s, "")
 		s = regexp.MustCompile(`credit_queue: (\d+)`).ReplaceAllString(s, "credit_queue: $1, credit_drop: "+d)
@@ -307,23 +310,19 @@ const xpHostSpread = 5100 * time.Nanosecond
 func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool, timeout time.Duration) xpRun {
 	f.t.Helper()
 	k := strconv.FormatFloat(f.k, 'g', -1, 64)
-	stops := map[string]func() string{}
 	perDst := map[string]int{}
 	for _, fl := range flows {
 		perDst[fl.dst]++
 	}
-	for _, fl := range flows {
-		if stops[fl.dst] != nil {
-			continue
-		}
+	server := func(dst string) []string {
 		link := f.rate
 		if f.off {
 			// The receiver's NIC meters its credits to as much as its
 			// flows could take on links of their own, not to its link:
 			// with ExpressPass off there is no per-link meter anywhere.
-			link = fmt.Sprintf("%dMbit", int64(float64(perDst[fl.dst])*f.rateBits/1e6))
+			link = fmt.Sprintf("%dMbit", int64(float64(perDst[dst])*f.rateBits/1e6))
 		}
-		args := []string{"server", "-mode", "xpass", "-bind", f.addr(fl.dst) + ":5500", "-timescale", k, "-xp-link", link, "-report", "0"}
+		args := []string{"server", "-mode", "xpass", "-bind", f.addr(dst) + ":5500", "-timescale", k, "-xp-link", link, "-report", "0"}
 		if naive {
 			args = append(args, "-xp-naive")
 		}
@@ -332,9 +331,28 @@ func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool, timeout time.Du
 		}
 		if d := os.Getenv("GSWITCH_XPASS_TRACE"); d != "" && !naive {
 			// A line per feedback update, for studying the loop.
-			args = append(args, "-xp-trace", filepath.Join(d, fmt.Sprintf("%s-%d.txt", fl.dst, time.Now().UnixNano())))
+			args = append(args, "-xp-trace", filepath.Join(d, fmt.Sprintf("%s-%d.txt", dst, time.Now().UnixNano())))
 		}
-		stops[fl.dst] = f.start(fl.dst, syscall.SIGTERM, "chrt", append(xpHostSched(), args...)...)
+		return args
+	}
+	return f.runHosts(flows, server, []string{"-mode", "xpass"}, size, timeout)
+}
+
+// runHosts starts a gsperf server in every receiver (server gives its
+// arguments, which bind it to port 5500 of the receiver's address) and one
+// client per flow, with the mode arguments given, all starting at the same
+// instant, each sending size bytes or giving up after timeout (fabric
+// time), paced at the links' rate, and waits for them. The fidelity
+// verdict covers the clients' run; an invalid run has failed the test when
+// runHosts returns.
+func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mode []string, size int64, timeout time.Duration) xpRun {
+	f.t.Helper()
+	k := strconv.FormatFloat(f.k, 'g', -1, 64)
+	stops := map[string]func() string{}
+	for _, fl := range flows {
+		if stops[fl.dst] == nil {
+			stops[fl.dst] = f.start(fl.dst, syscall.SIGTERM, "chrt", append(xpHostSched(), server(fl.dst)...)...)
+		}
 	}
 	time.Sleep(300 * time.Millisecond)
 	run := xpRun{before: f.scrapeAll(), servers: map[string]string{}}
@@ -344,7 +362,8 @@ func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool, timeout time.Du
 	at := time.Now().Add(3 * time.Second)
 	var waits []func() string
 	for i, fl := range flows {
-		waits = append(waits, f.start(fl.src, nil, "chrt", append(xpHostSched(), "client", "-mode", "xpass", "-src", fl.src,
+		args := append(append(xpHostSched(), "client"), mode...)
+		waits = append(waits, f.start(fl.src, nil, "chrt", append(args, "-src", fl.src,
 			"-to", f.addr(fl.dst)+":5500", "-size", strconv.FormatInt(size, 10), "-flows", "1", "-arrivals", "burst",
 			"-timescale", k, "-rate", f.rate, "-pace", f.rate, "-timeline", xpStep.String(), "-timeout", timeout.String(),
 			"-id-base", strconv.Itoa((i+1)*1000), "-at", strconv.FormatInt(at.UnixNano(), 10), "-out", filepath.Join(dir, fmt.Sprintf("f%d.json", i)))...))
@@ -443,7 +462,14 @@ func (r xpRun) creditDrops() float64 {
 // the largest non-empty bucket of the data-queue depths that data packets
 // found on sw's port during the run, and how many packets arrived.
 func (r xpRun) queue(sw, port string) (p50, p99, most, count float64) {
-	prefix := `gswitch_expresspass_data_queue_packets_bucket{le="`
+	return r.histQuantiles("gswitch_expresspass_data_queue_packets", sw, port)
+}
+
+// histQuantiles gives the median, 99th percentile (histogram bucket
+// bounds), the largest non-empty bucket and the count of a per-port
+// histogram's observations on sw's port during the run.
+func (r xpRun) histQuantiles(metric, sw, port string) (p50, p99, most, count float64) {
+	prefix := metric + `_bucket{le="`
 	type bucket struct{ le, n float64 }
 	var bs []bucket
 	for k := range r.after[sw] {
