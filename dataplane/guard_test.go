@@ -176,6 +176,45 @@ func TestSourceGuardIPv6(t *testing.T) {
 	}
 }
 
+// TestSourceGuardIPv6RoutesBehindAHostPort is TestSourceGuardRoutesBehindAHostPort
+// for IPv6: a static route through a router on a host port lets the
+// sources it covers in through that port (strict unicast RPF): with
+// subnet, from any MAC; with binding, from the MAC of the route's next hop
+// (a static neighbour). A source no route sends back out of the port is
+// refused either way.
+func TestSourceGuardIPv6RoutesBehindAHostPort(t *testing.T) {
+	router := netip.MustParseAddr("fd00:1::9")
+	behind, unrouted := netip.MustParseAddr("fd00:9::1").As16(), netip.MustParseAddr("fd00:7::1").As16()
+	dst := [16]byte{0xfd, 0, 0, 2, 15: 1}
+	for _, g := range []config.SourceGuard{config.GuardSubnet, config.GuardBinding} {
+		s, l, _ := guardRouter(t, g, func(c *Config) {
+			c.Ports[0].Addrs = append(c.Ports[0].Addrs, netip.MustParsePrefix("fd00:1::fe/64"))
+			c.Neighbors = []config.Neighbor{{IP: router, MAC: macOf(9)}}
+			c.Routes = []config.Route{{Prefix: netip.MustParsePrefix("fd00:9::/32"), Via: []netip.Addr{router}}}
+		})
+		spoofed := func() uint64 { return s.Counters(0).Drops[pkt.ReasonSpoofed] }
+		l[0].Inject(pkttest.UDP6(mac6(macPort(0)), pkttest.MAC(9), behind, dst, 1, 2, nil))
+		settle(s)
+		if spoofed() != 0 {
+			t.Fatalf("%s: the route's source from its next hop: %d spoofed drops, want 0", g, spoofed())
+		}
+		l[0].Inject(pkttest.UDP6(mac6(macPort(0)), pkttest.MAC(8), behind, dst, 1, 2, nil))
+		settle(s)
+		want := uint64(0)
+		if g == config.GuardBinding {
+			want = 1
+		}
+		if spoofed() != want {
+			t.Fatalf("%s: the route's source from another MAC: %d spoofed drops, want %d", g, spoofed(), want)
+		}
+		l[0].Inject(pkttest.UDP6(mac6(macPort(0)), pkttest.MAC(9), unrouted, dst, 1, 2, nil))
+		settle(s)
+		if spoofed() != want+1 {
+			t.Fatalf("%s: a source without a route: %d spoofed drops, want %d", g, spoofed(), want+1)
+		}
+	}
+}
+
 // TestSourceGuardARP: on an L3 host port with a guard, ARP claiming one
 // of the switch's addresses is dropped as spoofed.
 func TestSourceGuardARP(t *testing.T) {

@@ -58,22 +58,7 @@ func (w *worker) guard4(in int, g *portGuard, src uint32, frame []byte, now int6
 		return false
 	}
 	nhs, ok := r.routes.Lookup4(src)
-	if !ok {
-		return false
-	}
-	for i := range nhs {
-		nh := &nhs[i]
-		if int(nh.Port) != in {
-			continue
-		}
-		if g.mode != guardBinding {
-			return true
-		}
-		if nh.IP.Is4() && r.nbrs.Bound4(be32(nh.IP.As4()), [6]byte(frame[6:12]), nh.Port, now) == l3.BoundHere {
-			return true // from the next hop the route names, at its bound MAC
-		}
-	}
-	return false
+	return ok && w.viaRoute(in, g, nhs, frame, now)
 }
 
 // guard6 applies the guard of L3 port in to the IPv6 source src of frame.
@@ -92,10 +77,20 @@ func (w *worker) guard6(in int, g *portGuard, src *[16]byte, frame []byte) bool 
 	if !g.via {
 		return false
 	}
+	// Not on the port's subnets: as for IPv4 (guard4), strict unicast RPF.
 	nhs, ok := w.s.router.routes.Lookup6(src)
-	if !ok {
-		return false
-	}
+	return ok && w.viaRoute(in, g, nhs, frame, 0)
+}
+
+// viaRoute is the source guard's strict unicast RPF for a source off the
+// port's subnets whose route's next hops are nhs: it may come from port in
+// only if the route sends it back out of in and, with the binding guard,
+// only from a next hop the route names on in, at that neighbour's bound
+// MAC. A route's next hops are of its own family (l3.NewTable refuses
+// others), so each next hop's address says which binding to check; now
+// matters for IPv4 bindings only.
+func (w *worker) viaRoute(in int, g *portGuard, nhs []l3.NextHop, frame []byte, now int64) bool {
+	r := w.s.router
 	for i := range nhs {
 		nh := &nhs[i]
 		if int(nh.Port) != in {
@@ -104,9 +99,14 @@ func (w *worker) guard6(in int, g *portGuard, src *[16]byte, frame []byte) bool 
 		if g.mode != guardBinding {
 			return true
 		}
-		if nh.IP.Is6() {
+		switch {
+		case nh.IP.Is4():
+			if r.nbrs.Bound4(be32(nh.IP.As4()), [6]byte(frame[6:12]), nh.Port, now) == l3.BoundHere {
+				return true // from the next hop the route names, at its bound MAC
+			}
+		case nh.IP.Is6():
 			ip := nh.IP.As16()
-			if w.s.router.nbrs.Bound6(&ip, [6]byte(frame[6:12]), nh.Port) == l3.BoundHere {
+			if r.nbrs.Bound6(&ip, [6]byte(frame[6:12]), nh.Port) == l3.BoundHere {
 				return true
 			}
 		}

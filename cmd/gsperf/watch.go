@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/gswitch/gswitch/internal/qdepth"
 	"github.com/gswitch/gswitch/perf/timescale"
 )
 
@@ -74,39 +72,13 @@ func watch(args []string) error {
 	return os.WriteFile(*out, b, 0o644)
 }
 
-// scrapeDepth reads gswitch_queue_depth_bytes{port="p",queue="q"} v lines.
+// scrapeDepth reads gswitch_queue_depth_bytes{port="p",queue="q"} v lines
+// (package qdepth), keyed "p/q".
 func scrapeDepth(c *http.Client, url string) (map[string]float64, error) {
 	resp, err := c.Get(url)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		l := sc.Text()
-		if !strings.HasPrefix(l, "gswitch_queue_depth_bytes{") {
-			continue
-		}
-		labels, val, ok := strings.Cut(l[len("gswitch_queue_depth_bytes{"):], "} ")
-		if !ok {
-			continue
-		}
-		var port, queue string
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			v = strings.Trim(v, `"`)
-			switch k {
-			case "port":
-				port = v
-			case "queue":
-				queue = v
-			}
-		}
-		f, err := strconv.ParseFloat(val, 64)
-		if err == nil {
-			m[port+"/"+queue] = f
-		}
-	}
-	return m, sc.Err()
+	return qdepth.Parse(resp.Body)
 }

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gswitch/gswitch/internal/qdepth"
 )
 
 // watch samples gswitch_queue_depth_bytes of queue 0 of the named ports
@@ -40,16 +40,11 @@ func watch(args []string) error {
 				continue
 			}
 			at := time.Now().UnixNano()
-			want := `gswitch_queue_depth_bytes{port="` + t.port + `",queue="0"} `
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), want); ok {
-					if f, err := strconv.ParseFloat(v, 64); err == nil {
-						series[t.key] = append(series[t.key], [2]float64{float64(at), f})
-					}
-				}
-			}
+			depth, _ := qdepth.Parse(resp.Body) // a page cut short keeps what came before the cut
 			resp.Body.Close()
+			if f, ok := depth[t.port+"/0"]; ok {
+				series[t.key] = append(series[t.key], [2]float64{float64(at), f})
+			}
 		}
 		time.Sleep(time.Until(next))
 	}
