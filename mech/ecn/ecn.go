@@ -29,7 +29,7 @@ const (
 func init() {
 	mech.Register(mech.Spec{
 		Name:    Name,
-		Summary: "ECN step marking (DCTCP): packets arriving at a queue deeper than K are marked CE",
+		Summary: "ECN marking: DCTCP's step at K (mode step), or RED's probability between kmin and kmax (mode red)",
 		Config:  func() any { return &Config{} },
 		// It reads the queue the packet takes: the one BFC assigns, or
 		// the calendar round of AFQ's rank.
@@ -38,8 +38,11 @@ func init() {
 	})
 }
 
-// Config is one port's ECN config.
+// Config is one port's ECN config. K, KPackets and RTT are mode step's
+// keys; KMin to Weight mode red's (red.go).
 type Config struct {
+	// Mode is step (the default, also for "") or red.
+	Mode string `yaml:"mode"`
 	// K is the marking threshold in bytes (0: k_packets, or the default
 	// rate x rtt / 7, at least MinDefaultK).
 	K units.Size `yaml:"k"`
@@ -48,11 +51,36 @@ type Config struct {
 	// RTT is the round-trip time of the default K (0: the port's rtt, else
 	// DefaultRTT).
 	RTT units.Duration `yaml:"rtt"`
+	// KMin is RED's lower threshold in bytes (0: KMinPackets, or
+	// DefaultKMin).
+	KMin units.Size `yaml:"kmin"`
+	// KMax is RED's upper threshold in bytes (0: KMaxPackets, or
+	// DefaultKMax).
+	KMax units.Size `yaml:"kmax"`
+	// KMinPackets is RED's lower threshold in packets (0: KMin in bytes).
+	KMinPackets int `yaml:"kmin_packets"`
+	// KMaxPackets is RED's upper threshold in packets (0: KMax in bytes).
+	KMaxPackets int `yaml:"kmax_packets"`
+	// PMax is RED's marking probability at KMax, in (0, 1] (0: DefaultPMax).
+	PMax float64 `yaml:"pmax"`
+	// Weight is RED's EWMA weight w_q of the averaged depth, in [0, 1)
+	// (0: the instantaneous depth).
+	Weight float64 `yaml:"weight"`
 }
 
-// Validate implements mech.Validator. It sets RTT to the port's when it
-// is 0.
+// Validate implements mech.Validator. In mode step it sets RTT to the
+// port's when it is 0; in mode red it fills in RED's defaults (red.go).
 func (c *Config) Validate(p mech.PortInfo) error {
+	switch c.Mode {
+	case "", ModeStep:
+	case ModeRED:
+		return c.validateRED(p)
+	default:
+		return fmt.Errorf("mode: %q is not a mode (use step, DCTCP's threshold K, or red, RED's probability between kmin and kmax)", c.Mode)
+	}
+	if err := c.refuseREDKeys(); err != nil {
+		return err
+	}
 	if c.K != 0 && c.KPackets != 0 {
 		return fmt.Errorf("k: %s and k_packets: %d are both set (set one: k in bytes, or k_packets in packets)", c.K, c.KPackets)
 	}
@@ -89,7 +117,8 @@ func DefaultK(rateBits uint64, rtt time.Duration) uint64 {
 
 // port is ECN's state on one port. k is written by RateChanged (any
 // goroutine) and read by the egress worker; marking, the pending mark,
-// belongs to the egress worker; the counters are atomics.
+// belongs to the egress worker; the counters are atomics. red is mode
+// red's state (nil in mode step).
 type port struct {
 	name    string
 	k       atomic.Uint64 // threshold in bytes (kPkts == 0)
@@ -99,6 +128,7 @@ type port struct {
 	marking bool // Admit marked the packet it saw; its Enqueued counts it
 	marked  atomic.Uint64
 	notECT  atomic.Uint64
+	red     *red
 }
 
 // ECN is the mechanism's instance in one switch.
@@ -107,9 +137,13 @@ type ECN struct {
 	ports []*port // nil where not enabled
 }
 
-// New builds ECN for a switch.
+// New builds ECN for a switch. The instance is an *ECN, or, when a port
+// runs RED with a weight (whose average decays over the time its queues
+// idle), an *ECN with the Dequeued hook that sees them go idle: Of
+// returns the *ECN of either.
 func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 	e := &ECN{mem: sw.Mem(), ports: make([]*port, len(ports))}
+	averages := false
 	for i, p := range ports {
 		if p.Config == nil {
 			continue
@@ -119,6 +153,12 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 			return nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
 		s := &port{name: p.Name, kPkts: uint32(c.KPackets), rtt: c.RTT.D()}
+		if c.Mode == ModeRED {
+			s.red = newRED(c, &p)
+			averages = averages || s.red.w > 0
+			e.ports[i] = s
+			continue
+		}
 		switch {
 		case c.KPackets != 0:
 		case c.K != 0:
@@ -129,14 +169,32 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		}
 		e.ports[i] = s
 	}
+	if averages {
+		return averaging{e}, nil
+	}
 	return e, nil
 }
 
-// Admit marks the packet CE if the queue it takes holds more than K
-// (egress worker).
+// Of returns the *ECN of an instance New built (nil for another
+// mechanism's).
+func Of(inst mech.Instance) *ECN {
+	switch e := inst.(type) {
+	case *ECN:
+		return e
+	case averaging:
+		return e.ECN
+	}
+	return nil
+}
+
+// Admit marks the packet CE if the queue it takes holds more than K (mode
+// step), or as RED chooses (mode red: admitRED) (egress worker).
 func (e *ECN) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 	s := e.ports[v.Index()]
 	s.marking = false
+	if s.red != nil {
+		s.red.pendQ = -1
+	}
 	if p.Lane != pkt.LaneData || p.Flags&(pkt.FlagIPv4|pkt.FlagIPv6) == 0 {
 		return
 	}
@@ -145,6 +203,10 @@ func (e *ECN) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 		return
 	}
 	bytes, pkts := v.Backlog(q)
+	if s.red != nil {
+		e.admitRED(s, p, q, bytes, pkts, v.RateBits(), now)
+		return
+	}
 	if s.kPkts != 0 {
 		if pkts <= s.kPkts {
 			return
@@ -162,11 +224,16 @@ func (e *ECN) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 }
 
 // Enqueued counts the mark of the packet Admit marked, now that it is
-// queued.
+// queued; in mode red with a weight it notes that the packet's queue is
+// busy (see averaging.Dequeued).
 func (e *ECN) Enqueued(v *mech.PortView, p *pkt.Packet, now int64) {
-	if s := e.ports[v.Index()]; s.marking {
+	s := e.ports[v.Index()]
+	if s.marking {
 		s.marked.Add(1)
 		s.marking = false
+	}
+	if r := s.red; r != nil && r.pendQ >= 0 {
+		r.busy |= 1 << uint(r.pendQ)
 	}
 }
 
@@ -179,7 +246,8 @@ func (e *ECN) Marked(i int) uint64 {
 }
 
 // NotCapable is the number of packets that found port i's queue above K
-// but were not ECN-capable (any goroutine).
+// (mode step), or that RED chose to mark (mode red, where they were
+// dropped), but were not ECN-capable (any goroutine).
 func (e *ECN) NotCapable(i int) uint64 {
 	if i < 0 || i >= len(e.ports) || e.ports[i] == nil {
 		return 0
@@ -188,8 +256,12 @@ func (e *ECN) NotCapable(i int) uint64 {
 }
 
 // RateChanged recomputes a K derived from the rate; a K the config sets
-// stays. An unlimited rate leaves a derived K nothing to follow.
+// stays. An unlimited rate leaves a derived K nothing to follow, and RED's
+// idle decay (weight > 0) nothing to count idle time in.
 func (e *ECN) RateChanged(i int, rateBits uint64) error {
+	if i >= 0 && i < len(e.ports) && e.ports[i] != nil && e.ports[i].red != nil {
+		return e.ports[i].red.rateChanged(rateBits)
+	}
 	if i < 0 || i >= len(e.ports) || e.ports[i] == nil || !e.ports[i].derived {
 		return nil
 	}
@@ -207,6 +279,10 @@ func (e *ECN) View(i int) map[string]any {
 	}
 	s := e.ports[i]
 	v := map[string]any{"marked": s.marked.Load(), "not_capable": s.notECT.Load()}
+	if s.red != nil {
+		s.red.view(v)
+		return v
+	}
 	if s.kPkts != 0 {
 		v["k_packets"] = s.kPkts
 	} else {
@@ -220,15 +296,15 @@ func (e *ECN) View(i int) map[string]any {
 }
 
 var (
-	dMarked   = prometheus.NewDesc("gswitch_ecn_marked_total", "Packets the port's ECN step marking marked CE (counted once queued).", []string{"port"}, nil)
-	dNotECT   = prometheus.NewDesc("gswitch_ecn_not_capable_total", "Packets that found the port's queue above K but were not ECN-capable: left unmarked, not dropped.", []string{"port"}, nil)
+	dMarked   = prometheus.NewDesc("gswitch_ecn_marked_total", "Packets the port's ECN marking (step or RED) marked CE, or chose to mark already CE in mode red (counted once queued).", []string{"port"}, nil)
+	dNotECT   = prometheus.NewDesc("gswitch_ecn_not_capable_total", "Packets chosen for a mark that were not ECN-capable: above K and left unmarked (mode step), or dropped (mode red, also in gswitch_ecn_red_dropped_total).", []string{"port"}, nil)
 	dKBytes   = prometheus.NewDesc("gswitch_ecn_threshold_bytes", "The port's marking threshold K in bytes.", []string{"port"}, nil)
 	dKPackets = prometheus.NewDesc("gswitch_ecn_threshold_packets", "The port's marking threshold K in packets (k_packets).", []string{"port"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (e *ECN) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dMarked, dNotECT, dKBytes, dKPackets} {
+	for _, d := range []*prometheus.Desc{dMarked, dNotECT, dKBytes, dKPackets, dREDDropped, dKMinBytes, dKMaxBytes, dKMinPackets, dKMaxPackets, dAvgBytes, dAvgPackets} {
 		ch <- d
 	}
 }
@@ -241,6 +317,10 @@ func (e *ECN) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(dMarked, prometheus.CounterValue, float64(s.marked.Load()), s.name)
 		ch <- prometheus.MustNewConstMetric(dNotECT, prometheus.CounterValue, float64(s.notECT.Load()), s.name)
+		if s.red != nil {
+			s.red.collect(ch, s.name)
+			continue
+		}
 		if s.kPkts != 0 {
 			ch <- prometheus.MustNewConstMetric(dKPackets, prometheus.GaugeValue, float64(s.kPkts), s.name)
 		} else {
