@@ -115,6 +115,7 @@
 //	gswitch_ecn_not_capable_total{port}     packets chosen for a mark that were not ECN-capable (step: left unmarked; red: dropped)
 //	gswitch_ecn_threshold_bytes{port}       K in bytes (mode step, ports whose K is in bytes)
 //	gswitch_ecn_threshold_packets{port}     K in packets (mode step, ports with k_packets)
+//	gswitch_ecn_queue_packets{port}         histogram: depth (packets) of its queue each IP data packet found on arrival
 //	gswitch_ecn_red_dropped_total{port}     mode red: packets chosen that were not ECN-capable, dropped
 //	gswitch_ecn_red_kmin_bytes{port}        mode red: kmin and kmax in bytes (or _packets: in packets)
 //	gswitch_ecn_red_kmax_bytes{port}

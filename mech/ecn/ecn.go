@@ -128,6 +128,7 @@ type port struct {
 	marking bool // Admit marked the packet it saw; its Enqueued counts it
 	marked  atomic.Uint64
 	notECT  atomic.Uint64
+	depth   depthHist // the depths arriving packets found (gswitch_ecn_queue_packets)
 	red     *red
 }
 
@@ -203,6 +204,7 @@ func (e *ECN) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 		return
 	}
 	bytes, pkts := v.Backlog(q)
+	s.depth.add(pkts)
 	if s.red != nil {
 		e.admitRED(s, p, q, bytes, pkts, v.RateBits(), now)
 		return
@@ -304,7 +306,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (e *ECN) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dMarked, dNotECT, dKBytes, dKPackets, dREDDropped, dKMinBytes, dKMaxBytes, dKMinPackets, dKMaxPackets, dAvgBytes, dAvgPackets} {
+	for _, d := range []*prometheus.Desc{dMarked, dNotECT, dDepth, dKBytes, dKPackets, dREDDropped, dKMinBytes, dKMaxBytes, dKMinPackets, dKMaxPackets, dAvgBytes, dAvgPackets} {
 		ch <- d
 	}
 }
@@ -317,6 +319,7 @@ func (e *ECN) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(dMarked, prometheus.CounterValue, float64(s.marked.Load()), s.name)
 		ch <- prometheus.MustNewConstMetric(dNotECT, prometheus.CounterValue, float64(s.notECT.Load()), s.name)
+		ch <- s.depth.metric(s.name)
 		if s.red != nil {
 			s.red.collect(ch, s.name)
 			continue

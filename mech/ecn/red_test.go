@@ -463,8 +463,8 @@ func TestREDRateChangedViewMetrics(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
-	if len(all) != 6 {
-		t.Errorf("%d metric families of a port in bytes, want 6", len(all))
+	if len(all) != 7 {
+		t.Errorf("%d metric families of a port in bytes, want 7 (with the queue histogram)", len(all))
 	}
 	got := map[string]float64{}
 	for _, mf := range mfs {
