@@ -44,7 +44,8 @@ func parseClient(args []string) (*clientSetup, error) {
 	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown (fabric rate)")
 	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
 	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
-	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020) or xpass (one segment per ExpressPass credit; the server runs -mode xpass)")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020), xpass (one segment per ExpressPass credit; the server runs -mode xpass) or dctcp (plain with DCTCP's window: datagrams sent ECN-capable, the window cut by the fraction of them the switches mark CE; any plain server echoes the marks)")
+	dctcpG := fs.Float64("dctcp-g", transport.DefaultDCTCPG, "dctcp: the gain g of the estimate of the marked fraction, alpha = (1-g) alpha + g F once per window (the paper's 1/16)")
 	bfcf := addBFCFlags(fs, clock)
 	rtt := clock.duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
 	maxPause := clock.duration("max-pause", 0, "sfc: the longest pause a BTS may put a flow under; longer ones are cut to it and counted (0: 256 x -base-rtt, the switches' max_pause rule)")
@@ -86,6 +87,9 @@ func parseClient(args []string) (*clientSetup, error) {
 			return nil, err
 		}
 	}
+	if !(*dctcpG > 0 && *dctcpG <= 1) {
+		return nil, fmt.Errorf("-dctcp-g: %v (want a gain above 0 and at most 1; DCTCP uses 1/16 = %v)", *dctcpG, transport.DefaultDCTCPG)
+	}
 	var fixed uint64
 	if *size != "" {
 		if fixed, err = units.ParseSize(*size); err != nil || fixed == 0 {
@@ -122,7 +126,7 @@ func parseClient(args []string) (*clientSetup, error) {
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(clock.wallBits(rb)),
 		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: rtt.Wall, RTO: rto.Wall, MaxRTO: t.MaxRTO, FlowIDBase: *idBase, Timeout: timeout.Wall,
 		InitWindow: int(iw), Timeline: timeline.Wall, Pace: float64(clock.wallBits(paceBits)), PaceBurst: *paceBurst,
-		XPSender: t.XPSender, XPLinger: t.XPLinger}
+		XPSender: t.XPSender, XPLinger: t.XPLinger, DCTCPG: *dctcpG}
 	switch {
 	case rto.Fabric != 0:
 	case m == transport.PFabric:
@@ -151,6 +155,9 @@ func parseClient(args []string) (*clientSetup, error) {
 		"arrivals": *arr, "seed": fmt.Sprint(*seed), "mode": *mode, "base_rtt": rtt.Fabric.String(), "pace": *pace}
 	if c.sfc {
 		c.params["max_pause"] = c.clock.Scale.Fabric(c.maxPause).String()
+	}
+	if m == transport.DCTCP {
+		c.params["dctcp_g"] = fmt.Sprint(*dctcpG)
 	}
 	return c, nil
 }
@@ -221,6 +228,16 @@ func client(args []string) error {
 		if refused > 0 {
 			fmt.Fprintf(os.Stderr, "gsperf %s: xpass: %d GC messages from the receivers that were not credits, refused\n", p.Src, refused)
 		}
+	}
+	if c.mode == "dctcp" {
+		var ece, cuts uint64
+		for _, r := range recs {
+			ece += r.Mech["ece_acks"]
+			cuts += r.Mech["reductions"]
+		}
+		run.Params["dctcp_ece_acks"] = fmt.Sprint(ece)
+		run.Params["dctcp_reductions"] = fmt.Sprint(cuts)
+		fmt.Fprintf(os.Stderr, "gsperf %s: dctcp: %d acks echoed a CE mark, %d window cuts\n", p.Src, ece, cuts)
 	}
 	run.Fidelity = c.fid.end()
 	return finish(run, c.out, c.csv)

@@ -19,9 +19,10 @@
 // switches' own lateness over a run (package fidelity).
 //
 // Flows run over UDP with gsperf's own transport (perf/transport): plain
-// (window-based with loss recovery) or pfabric (the host side of pFabric:
+// (window-based with loss recovery), pfabric (the host side of pFabric:
 // remaining size as priority, BDP initial window, fixed small timeout,
-// probe mode).
+// probe mode) or dctcp (plain, ECN-capable, with DCTCP's window: every
+// server echoes CE marks).
 package main
 
 import (
@@ -86,7 +87,7 @@ func server(args []string) error {
 	clock := addClock(fs)
 	idle := clock.duration("idle-timeout", udp.DefaultIdleTimeout, "forget an incomplete flow after this long without a segment")
 	report := fs.Duration("report", 10*time.Second, "print the counters to stderr this often when they changed (0: only at exit, to stdout) (wall time)")
-	mode := fs.String("mode", "plain", "plain (acknowledge what arrives) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
+	mode := fs.String("mode", "plain", "plain (acknowledge what arrives, echoing CE marks: what pfabric and dctcp senders need; dctcp is a name for it) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
 	xp := addXPFlags(fs)
 	fid := addFidelityFlags(fs)
 	fs.Parse(args)
@@ -94,8 +95,12 @@ func server(args []string) error {
 		return err
 	}
 	timers := timersAt(clock.Scale)
-	if *mode != "plain" && *mode != "xpass" {
-		return fmt.Errorf("-mode: %q (the server runs plain or xpass; pfabric senders need a plain server)", *mode)
+	switch *mode {
+	case "plain", "xpass":
+	case "dctcp":
+		*mode = "plain" // a plain server echoes the marks DCTCP's senders need
+	default:
+		return fmt.Errorf("-mode: %q (the server runs plain or xpass; pfabric and dctcp senders need a plain server)", *mode)
 	}
 	var xc udp.XPassConfig
 	if *mode == "xpass" {

@@ -33,6 +33,7 @@ const (
 const (
 	FlagFIN  = gsperf.FlagFIN
 	FlagRetx = gsperf.FlagRetx
+	FlagECE  = gsperf.FlagECE // ack: the segment acknowledged arrived CE-marked
 )
 
 // Header is the decoded header.

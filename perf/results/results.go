@@ -55,7 +55,10 @@ type Flow struct {
 	TimelineStepNs       int64    `json:"timeline_step_ns,omitempty"`        // wall clock
 	TimelineStepFabricNs int64    `json:"timeline_step_fabric_ns,omitempty"` // the same step on the fabric's clock
 	// Mech holds the mode's own counters (xpass: credits, wasted, requests,
-	// stops, segments, first_credit_ns). A key ending in _ns is a wall time;
+	// stops, segments, first_credit_ns; dctcp: ece_acks, the acks that
+	// echoed a CE mark, reductions, the window cuts they caused, and
+	// alpha_ppm, the flow's estimate of its marked fraction at its end in
+	// millionths). A key ending in _ns is a wall time;
 	// SetTimescale adds its twin on the fabric's clock, ending in _fabric_ns.
 	Mech map[string]uint64 `json:"mech,omitempty"`
 }

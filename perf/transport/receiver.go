@@ -82,6 +82,7 @@ type Receiver struct {
 	Starved  uint64 // segments not kept: the shared Budget reached
 	Invalid  uint64 // segments whose header disagrees with the flow
 	Segments uint64
+	Marked   uint64 // data segments that arrived CE-marked (their acks echo it: FlagECE)
 }
 
 // NewReceiver returns a receiver for flow that holds up to
@@ -121,8 +122,17 @@ func (r *Receiver) Release() {
 	r.recharge()
 }
 
-// OnPacket handles a data segment or probe and sends the ack through out.
+// OnPacket handles a data segment or probe that did not arrive CE-marked
+// and sends the ack through out.
 func (r *Receiver) OnPacket(h proto.Header, payload []byte, now int64, out func([]byte)) {
+	r.OnPacketCE(h, payload, false, now, out)
+}
+
+// OnPacketCE is OnPacket for a datagram whose IP ECN field was CE
+// (congestion experienced) if ce: the ack it sends for the segment then
+// carries FlagECE. Each segment's ack echoes that segment's own mark,
+// which is DCTCP's receiver (section 3.1) with an ack for every segment.
+func (r *Receiver) OnPacketCE(h proto.Header, payload []byte, ce bool, now int64, out func([]byte)) {
 	if h.Flow != r.flow {
 		return
 	}
@@ -137,10 +147,16 @@ func (r *Receiver) OnPacket(h proto.Header, payload []byte, now int64, out func(
 		return
 	}
 	ack := proto.Header{Type: proto.TypeAck, Flow: r.flow, Seq: h.Seq, Size: r.size, Timestamp: h.Timestamp}
+	if ce {
+		ack.Flags = proto.FlagECE
+	}
 	if h.Type == proto.TypeProbe {
 		ack.Type = proto.TypeProbeAck
 	} else if h.Type == proto.TypeData {
 		r.Segments++
+		if ce {
+			r.Marked++
+		}
 		if !r.accept(h.Seq, payload, now) {
 			return
 		}

@@ -16,6 +16,10 @@
 //     segment (ssthresh = half the window); after MaxTimeouts consecutive
 //     timeouts the flow enters probe mode, sending a one-byte probe every
 //     timeout until one is acknowledged, then slow start again.
+//   - DCTCP: the plain sender, whose datagrams the caller sends ECN-capable,
+//     cutting its window by the extent of the congestion the receiver
+//     echoes (Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010,
+//     section 3; dctcp.go).
 //
 // # Extending the sender
 //
@@ -41,11 +45,12 @@ const (
 	Plain Mode = iota
 	PFabric
 	XPass // ExpressPass: one segment per credit from the receiver (package perf/xpass, not this Sender)
+	DCTCP // plain with DCTCP's response to ECN marks (dctcp.go); the caller sends its datagrams ECT(0)
 )
 
-func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass"}[m] }
+func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass", "dctcp"}[m] }
 
-// ParseMode reads "plain", "pfabric" or "xpass".
+// ParseMode reads "plain", "pfabric", "xpass" or "dctcp".
 func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "plain", "":
@@ -54,8 +59,10 @@ func ParseMode(s string) (Mode, error) {
 		return PFabric, nil
 	case "xpass":
 		return XPass, nil
+	case "dctcp":
+		return DCTCP, nil
 	}
-	return Plain, fmt.Errorf("mode %q (use plain, pfabric or xpass)", s)
+	return Plain, fmt.Errorf("mode %q (use plain, pfabric, xpass or dctcp)", s)
 }
 
 // Default timers of the plain sender, in ns. Both are protocol timers (a
@@ -70,10 +77,14 @@ type Config struct {
 	Mode        Mode
 	MSS         int   // payload bytes per segment (default 1400)
 	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP)
-	RTO         int64 // plain: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
-	MaxRTO      int64 // plain: the exponential backoff's cap in ns (default DefaultMaxRTO)
+	RTO         int64 // plain and DCTCP: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
+	MaxRTO      int64 // plain and DCTCP: the exponential backoff's cap in ns (default DefaultMaxRTO)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
 	MaxWindow   int   // cap on the window in bytes (default 4 MB)
+	// DCTCPG is DCTCP's gain g, the weight of the newest window's fraction
+	// of marked bytes in alpha, from 0 (exclusive) to 1 (default
+	// DefaultDCTCPG, 1/16).
+	DCTCPG float64
 	// Mech is the gsperf header's mechanism field of every data segment and
 	// probe (BFC: the flow's queue id, wire.MechBFC); 0 in other modes.
 	Mech uint64
@@ -97,6 +108,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxWindow <= 0 {
 		c.MaxWindow = 4 << 20
+	}
+	if c.DCTCPG <= 0 {
+		c.DCTCPG = DefaultDCTCPG
 	}
 }
 
@@ -151,10 +165,15 @@ type Sender struct {
 	rttvar   float64
 	rto      int64 // current timeout, backed off on consecutive timeouts (plain)
 	buf      []byte
+	dc       *dctcp // DCTCP's state; nil in other modes
 
 	// Stats
 	Sent, Retransmits, Timeouts, Probes uint64
 	Start, End                          int64
+	// DCTCP: acks that echoed a CE mark (FlagECE), and the window cuts
+	// they caused (at most one per window of data). Alpha reads the
+	// estimate of the congestion.
+	ECEAcks, Reductions uint64
 }
 
 // NewSender starts a flow of size bytes at now.
@@ -164,10 +183,19 @@ func NewSender(cfg Config, flow, size uint64, now int64) *Sender {
 	if size == 0 {
 		nseg = 1
 	}
-	return &Sender{cfg: cfg, flow: flow, size: size, gate: openGate{}, segs: make([]uint8, nseg),
+	s := &Sender{cfg: cfg, flow: flow, size: size, gate: openGate{}, segs: make([]uint8, nseg),
 		cwnd: float64(cfg.InitWindow), ssthresh: float64(cfg.MaxWindow), Start: now, rto: cfg.RTO,
 		buf: make([]byte, proto.HeaderLen+cfg.MSS)}
+	if cfg.Mode == DCTCP {
+		s.dc = newDCTCP(cfg.DCTCPG)
+	}
+	return s
 }
+
+// tcp reports whether the sender recovers from loss as TCP does (adaptive
+// timeout with backoff, fast retransmit): plain and DCTCP, which keeps
+// TCP's loss response.
+func (s *Sender) tcp() bool { return s.cfg.Mode == Plain || s.cfg.Mode == DCTCP }
 
 // Gate sets the gate asked before each segment (nil: always open).
 func (s *Sender) Gate(g Gate) {
@@ -261,6 +289,9 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	}
 	s.cwnd = float64(s.cfg.MSS)
 	s.dupAcks = 0
+	if s.dc != nil {
+		s.dc.lossCut(s.nxt)
+	}
 	// Everything in flight is presumed lost: resend it as the window allows.
 	s.scan = int(s.una / uint64(s.cfg.MSS))
 	for i := s.scan; i < len(s.segs); i++ {
@@ -270,7 +301,7 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	}
 	s.inflight = 0
 	s.timer = 0
-	if s.cfg.Mode == Plain {
+	if s.tcp() {
 		s.rto = min(2*s.rto, s.cfg.MaxRTO) // exponential backoff, as TCP does (RFC 6298)
 	}
 	if s.cfg.Mode == PFabric && s.timeouts >= s.cfg.MaxTimeouts {
@@ -281,9 +312,9 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	}
 }
 
-// sampleRTT updates the plain sender's timeout from an echoed timestamp (RFC 6298).
+// sampleRTT updates the plain (and DCTCP) sender's timeout from an echoed timestamp (RFC 6298).
 func (s *Sender) sampleRTT(sent uint64, now int64) {
-	if s.cfg.Mode != Plain || sent == 0 || int64(sent) > now {
+	if !s.tcp() || sent == 0 || int64(sent) > now {
 		return
 	}
 	r := float64(now - int64(sent))
@@ -342,13 +373,18 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 		s.sampleRTT(h.Timestamp, now) // the echo of the segment this ack names: no retransmission ambiguity
 	}
 	oldUna := s.una
-	s.advance(h.Ack, now)
+	more := s.advance(h.Ack, now)
+	// DCTCP: the marks counted and, on an echoed mark, the window cut
+	// (an ack that cuts the window does not also grow it).
+	cut := s.dc != nil && s.dc.onAck(s, h, newly, more)
 	if s.una > oldUna || newly > 0 {
 		s.timeouts = 0
 		// Slow start below ssthresh, additive increase above it.
-		if s.cwnd < s.ssthresh {
+		switch {
+		case cut: // DCTCP's cut is this ack's whole effect on the window
+		case s.cwnd < s.ssthresh:
 			s.cwnd += float64(newly)
-		} else {
+		default:
 			s.cwnd += float64(s.cfg.MSS) * float64(newly) / s.cwnd
 		}
 		s.cwnd = min(s.cwnd, float64(s.cfg.MaxWindow))
@@ -359,7 +395,7 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 		if s.inflight > 0 {
 			s.timer = now + s.rto
 		}
-	} else if s.cfg.Mode == Plain && h.Ack == s.lastAck && s.una < s.nxt {
+	} else if s.tcp() && h.Ack == s.lastAck && s.una < s.nxt {
 		s.dupAcks++
 		if s.dupAcks == 3 { // fast retransmit of the first hole
 			i := int(s.una / uint64(s.cfg.MSS))
@@ -370,15 +406,19 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 			}
 			s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
 			s.cwnd = s.ssthresh
+			if s.dc != nil {
+				s.dc.lossCut(s.nxt)
+			}
 		}
 	}
 	s.lastAck = h.Ack
 }
 
-// advance marks everything below ack as acknowledged.
-func (s *Sender) advance(ack uint64, now int64) {
+// advance marks everything below ack as acknowledged and returns the
+// bytes of the segments it acknowledged that were not already.
+func (s *Sender) advance(ack uint64, now int64) (acked int) {
 	if ack <= s.una {
-		return
+		return 0
 	}
 	mss := uint64(s.cfg.MSS)
 	for i := int(s.una / mss); i < len(s.segs); i++ {
@@ -388,6 +428,9 @@ func (s *Sender) advance(ack uint64, now int64) {
 		if s.segs[i] == segInFlight {
 			s.inflight -= int64(s.segLen(i))
 		}
+		if s.segs[i] != segAcked {
+			acked += s.segLen(i)
+		}
 		s.segs[i] = segAcked
 	}
 	s.una = min(ack, s.size)
@@ -395,4 +438,5 @@ func (s *Sender) advance(ack uint64, now int64) {
 		s.End = now
 		s.timer = 0
 	}
+	return acked
 }

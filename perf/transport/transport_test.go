@@ -23,6 +23,7 @@ type event struct {
 	at      int64
 	seq     int
 	toRecv  bool
+	ce      bool // the datagram arrives CE-marked (dctcp_test.go's switch)
 	payload []byte
 }
 type events []event

@@ -67,6 +67,7 @@ type ServerStats struct {
 	Active                 int    // incomplete flows now
 	PeakActive             int    // most incomplete flows at once
 	Pending, PeakPending   int64  // out-of-order bytes held now, and at most
+	Marked                 uint64 // data segments that arrived CE-marked (their acks echo it: FlagECE)
 }
 
 // String is the one-line summary the gsperf server prints (scripts read
@@ -74,10 +75,11 @@ type ServerStats struct {
 func (s ServerStats) String() string {
 	return fmt.Sprintf("%d flows, %d complete, %d bytes, %d corrupt segments, %d invalid segments, %d malformed datagrams; "+
 		"refused: %d new flows (flow cap), %d segments (flow buffer full), %d segments (total buffer full); "+
-		"%d flows active (peak %d), %d out-of-order bytes held (peak %d); %d flows abandoned, %d completed flows forgotten early",
+		"%d flows active (peak %d), %d out-of-order bytes held (peak %d); %d flows abandoned, %d completed flows forgotten early; "+
+		"%d segments arrived CE-marked",
 		s.Flows, s.Complete, s.Bytes, s.Corrupt, s.Invalid, s.Malformed,
 		s.RefusedFlows, s.RefusedFlow, s.RefusedTotal,
-		s.Active, s.PeakActive, s.Pending, s.PeakPending, s.Abandoned, s.Evicted)
+		s.Active, s.PeakActive, s.Pending, s.PeakPending, s.Abandoned, s.Evicted, s.Marked)
 }
 
 // flowKey names a flow: its sender's address and its id.
@@ -143,6 +145,15 @@ func (s *Server) Stats() ServerStats {
 // slice). It allocates only for a new flow and for an out-of-order segment
 // it keeps.
 func (s *Server) Handle(b []byte, from netip.AddrPort, now int64, out func([]byte)) {
+	s.HandleCE(b, from, false, now, out)
+}
+
+// HandleCE is Handle for a datagram that arrived with the ECN field CE if
+// ce: the ack echoes the mark (FlagECE), for DCTCP's senders. Every flow
+// is answered so: a datagram that is not ECN-capable can never be CE, so
+// the echo costs other modes nothing. (A completed flow's late segments
+// are answered without the echo: their sender has no window left to cut.)
+func (s *Server) HandleCE(b []byte, from netip.AddrPort, ce bool, now int64, out func([]byte)) {
 	h, payload, err := proto.Decode(b)
 	if err != nil || (h.Type != proto.TypeData && h.Type != proto.TypeProbe) {
 		s.st.Malformed++
@@ -173,8 +184,9 @@ func (s *Server) Handle(b []byte, from netip.AddrPort, now int64, out func([]byt
 		s.st.PeakActive = max(s.st.PeakActive, len(s.active))
 	}
 	r := f.r
-	corrupt, refused, starved, invalid := r.Corrupt, r.Refused, r.Starved, r.Invalid
-	r.OnPacket(h, payload, now, out)
+	corrupt, refused, starved, invalid, marked := r.Corrupt, r.Refused, r.Starved, r.Invalid, r.Marked
+	r.OnPacketCE(h, payload, ce, now, out)
+	s.st.Marked += r.Marked - marked
 	s.st.Corrupt += r.Corrupt - corrupt
 	s.st.RefusedFlow += r.Refused - refused
 	s.st.RefusedTotal += r.Starved - starved
@@ -248,9 +260,14 @@ func (s *Server) sweepEvery() int64 {
 
 // Serve receives datagrams on conn and acknowledges them until stop is
 // closed. If report is not nil, Serve calls it (from its goroutine) with
-// the counters every interval.
+// the counters every interval. It reads each datagram's ECN field (it
+// asks the kernel for it, enableRecvECN) and echoes CE on the ack.
 func (s *Server) Serve(conn *net.UDPConn, stop <-chan struct{}, report func(ServerStats), interval time.Duration) error {
+	if err := enableRecvECN(conn); err != nil {
+		return err
+	}
 	buf := make([]byte, 65536)
+	oob := make([]byte, oobLen) // reused: a datagram's control messages are read before the next arrives
 	start := time.Now()
 	var from netip.AddrPort
 	out := func(b []byte) { conn.WriteToUDPAddrPort(b, from) }
@@ -262,11 +279,11 @@ func (s *Server) Serve(conn *net.UDPConn, stop <-chan struct{}, report func(Serv
 		default:
 		}
 		conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		n, addr, err := conn.ReadFromUDPAddrPort(buf)
+		n, oobn, _, addr, err := conn.ReadMsgUDPAddrPort(buf, oob)
 		now := time.Since(start).Nanoseconds()
 		if err == nil {
 			from = addr
-			s.Handle(buf[:n], from, now, out)
+			s.HandleCE(buf[:n], from, ecnOf(oob[:oobn]) == ecnCE, now, out)
 		} else if !timeout(err) {
 			return err
 		}

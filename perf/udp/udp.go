@@ -8,11 +8,16 @@
 // out-of-order bytes each holds and all of them hold together, a number
 // of completed flows it remembers, and time limits on both kinds. What
 // it refuses or drops is counted in ServerStats.
+//
+// The ECN field (ecn.go): a dctcp flow's socket sends ECT(0), every other
+// flow's Not-ECT; the server reads each datagram's field and echoes CE on
+// its ack, for whichever flow it arrives in.
 package udp
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"net"
 	"runtime"
@@ -46,6 +51,7 @@ type Plan struct {
 	InitWindow int // bytes; 0 = 10 segments (plain) or one BDP at RateBits x BaseRTT (pfabric)
 	RTO        time.Duration
 	MaxRTO     time.Duration // plain: the backed-off timeout's cap (0: transport.DefaultMaxRTO)
+	DCTCPG     float64       // dctcp: the gain g (0: transport.DefaultDCTCPG)
 	FlowIDBase uint64
 	Timeout    time.Duration // give up on flows still running this long after the last start
 	Timeline   time.Duration // record each flow's acknowledged bytes at this step (0: off)
@@ -113,7 +119,7 @@ func Run(p Plan) ([]results.Flow, error) {
 		}
 		gap = func() float64 { return a.Next(rng) }
 	}
-	cfg := transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), MaxRTO: int64(p.MaxRTO), InitWindow: p.InitWindow}
+	cfg := transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), MaxRTO: int64(p.MaxRTO), InitWindow: p.InitWindow, DCTCPG: p.DCTCPG}
 	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
 		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
 	}
@@ -181,6 +187,11 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	}
 	defer conn.Close()
 	conn.SetWriteBuffer(4 << 20)
+	if cfg.Mode == transport.DCTCP { // other modes send Not-ECT, as they always did
+		if setECT(conn) != nil {
+			return
+		}
+	}
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return
@@ -285,6 +296,9 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 		}
 	}
 	r.Retransmits, r.Timeouts = s.Retransmits, s.Timeouts
+	if cfg.Mode == transport.DCTCP {
+		r.Mech = map[string]uint64{"ece_acks": s.ECEAcks, "reductions": s.Reductions, "alpha_ppm": uint64(math.Round(s.Alpha() * 1e6))}
+	}
 	if step > 0 {
 		r.Timeline = append(r.Timeline, s.Acked())
 	}

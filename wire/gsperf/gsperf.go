@@ -14,7 +14,8 @@
 //	0      2    magic "GS" (0x47 0x53)
 //	2      1    version (1)
 //	3      1    type: 1 data, 2 ack, 3 probe, 4 probe ack
-//	4      2    flags: bit 0 FIN (the segment ends the flow), bit 1 RETX (a retransmission)
+//	4      2    flags: bit 0 FIN (the segment ends the flow), bit 1 RETX (a retransmission),
+//	            bit 2 ECE (ack: the segment acknowledged arrived CE-marked)
 //	6      2    header length in bytes (64; larger values leave room for options)
 //	8      8    flow id
 //	16     8    seq: byte offset of the payload in the flow (data), of the probe (probe);
@@ -97,6 +98,13 @@ const (
 const (
 	FlagFIN  = 1 << 0 // the segment ends the flow
 	FlagRetx = 1 << 1 // a retransmission
+	// FlagECE, on an ack or probe ack, echoes that the datagram it answers
+	// arrived with the ECN field CE (congestion experienced): DCTCP's
+	// ECN-Echo, per segment, since a gsperf receiver acknowledges every
+	// segment (Alizadeh et al., "Data Center TCP (DCTCP)", section 3.1,
+	// with one ack per segment). Receivers set it for any flow; only
+	// senders whose datagrams are ECN-capable can ever see it.
+	FlagECE = 1 << 2
 )
 
 // UDPHeaderLen is the length of the UDP header in front of the gsperf
@@ -188,7 +196,7 @@ func (h Header) Version() uint8 { return h.u8(OffVersion) }
 // Type is the segment type (TypeData, ...).
 func (h Header) Type() uint8 { return h.u8(OffType) }
 
-// Flags are the flags (FlagFIN, FlagRetx).
+// Flags are the flags (FlagFIN, FlagRetx, FlagECE).
 func (h Header) Flags() uint16 { return h.u16(OffFlags) }
 
 // HdrLen is the header length field: where the payload starts.

@@ -195,3 +195,24 @@ func FuzzHeader(f *testing.F) {
 		}
 	})
 }
+
+// The flags are the bits the wire format names: FIN bit 0, RETX bit 1,
+// ECE bit 2, all in the low byte (offset 5), and perf/proto's are the same.
+func TestFlagBits(t *testing.T) {
+	b := make([]byte, gsperf.Len)
+	h := gsperf.Header(b)
+	h.Init(gsperf.TypeAck)
+	for _, c := range []struct {
+		flag  uint16
+		proto uint16
+		bit   byte
+	}{{gsperf.FlagFIN, proto.FlagFIN, 1}, {gsperf.FlagRetx, proto.FlagRetx, 2}, {gsperf.FlagECE, proto.FlagECE, 4}} {
+		h.SetFlags(c.flag)
+		if b[gsperf.OffFlags] != 0 || b[gsperf.OffFlags+1] != c.bit || c.proto != c.flag || h.Flags() != c.flag {
+			t.Fatalf("flag %#x: bytes %x, perf/proto %#x", c.flag, b[gsperf.OffFlags:gsperf.OffFlags+2], c.proto)
+		}
+	}
+	if gsperf.FlagFIN&gsperf.FlagRetx != 0 || (gsperf.FlagFIN|gsperf.FlagRetx)&gsperf.FlagECE != 0 {
+		t.Fatal("flags share a bit")
+	}
+}
