@@ -81,8 +81,8 @@ func TestDCTCPIncast16(t *testing.T) {
 			continue
 		}
 		slowest = max(slowest, float64(fl.FCTFabricNs)/1e6)
-		ece += fl.ECE
-		cuts += fl.ECNCuts
+		ece += fl.Mech["ece_acks"]
+		cuts += fl.Mech["reductions"]
 	}
 	util := sum / payload
 	drops, where := run.dataDrops()
