@@ -26,6 +26,13 @@
 #      and after each join how long until every running flow is within 20%
 #      of its fair share (over 200us) and stays there for 1ms.
 #
+#   4. DCTCP, the baseline the paper compares with (DCTCP=1, the default;
+#      DCTCP=0 leaves it out): in the N-to-1 and the convergence runs, the
+#      same fabric with ECN step marking at the DCTCP paper's K for 10
+#      Gbit/s (ECN, default "ecn: {k_packets: 65}") instead of ExpressPass
+#      on every port, and gsperf -mode dctcp on the hosts; each sender sends
+#      its fair share of what the line carries as payload.
+#
 # PARTS (default "incast two") picks the parts: incast, two, converge.
 # JITTER=J gives the receivers' credit pacing -xp-jitter J (the paper's
 # jitter; 0 is the no-jitter ablation; default gsperf's own).
@@ -45,7 +52,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 NS=${NS:-"8 16 32"} INCAST=${INCAST:-6ms} NAIVE=${NAIVE:-6ms} FEEDBACK=${FEEDBACK:-10ms} TCP_SECS=${TCP_SECS:-3}
-CQ=${CQ:-} DROP=${DROP:-} K=${K:-}
+CQ=${CQ:-} DROP=${DROP:-} K=${K:-} DCTCP=${DCTCP:-1} ECN=${ECN:-"ecn: {k_packets: 65}"}
 PARTS=${PARTS:-incast two} JITTER=${JITTER:-} CONVERGE_N=${CONVERGE_N:-4} JOIN=${JOIN:-2ms} HOLD=${HOLD:-4ms}
 for p in $PARTS; do case "$p" in incast | two | converge) ;; *) echo "$0: PARTS: $p: give incast, two or converge" >&2; exit 1 ;; esac; done
 has() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -76,8 +83,9 @@ m=re.fullmatch(r'([0-9.]+)(ns|us|µs|ms|s)','$1')
 if not m: sys.exit('$0: $1: write a duration such as 500us or 6ms')
 print(int(float(m[1])*{'ns':1,'us':1e3,'µs':1e3,'ms':1e6,'s':1e9}[m[2]]))"; }
 
-# up FILE [SCHED]: a copy of topologies/expresspass/FILE (with SCHED on
-# every port if given, and the CQ, DROP and K knobs), brought up; sets
+# up FILE [SCHED [MECHS]]: a copy of topologies/expresspass/FILE (with SCHED
+# on every port if given, MECHS instead of ExpressPass on every port if
+# given, and the CQ, DROP and K knobs), brought up; sets
 # NAME, BASE, TS (the timescale), RATE (every link's, fabric) and RATEBITS.
 up() {
 	local src=topologies/expresspass/$1 f=$WORK/$1
@@ -93,6 +101,9 @@ up() {
 	fi
 	if [ -n "${2:-}" ]; then
 		sed -i "s/  port: {buffer: \([0-9A-Za-z]*\), /  port: {buffer: \1, scheduler: $2, /" "$f"
+	fi
+	if [ -n "${3:-}" ]; then
+		sed -i "s/mechanisms: {expresspass: {[^}]*}}/mechanisms: {$3}/" "$f"
 	fi
 	NAME=$(sed -n 's/^name: *//p' "$f") BASE=$(sed -n 's/^metrics_base: *\([0-9]*\).*/\1/p' "$f")
 	TS=$(sed -n 's/^timescale: *\([0-9.]*\).*/\1/p' "$f")
@@ -132,6 +143,7 @@ fidelity_end() {
 }
 
 # xp_run DIR NSWITCHES NAIVE "src:dst ..." SIZE TIMEOUT: gsperf -mode xpass, one flow per pair; TIMEOUT is fabric time.
+# With MODE=dctcp: gsperf -mode dctcp against a plain server instead (NAIVE unused).
 # With STAGGER_NS (fabric ns) set, flow i starts (i-1) x STAGGER_NS after the
 # first and its timeout is that much shorter, so that all end together.
 xp_run() {
@@ -142,7 +154,11 @@ xp_run() {
 		local dst=${p#*:}
 		if [ ! -e "$RUN/server-$dst.log" ]; then
 			# ip netns exec, not nsx: $! must be gsperf itself (it execs), so that SIGINT reaches it
-			ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -timescale "$TS" -xp-link "$RATE" $naive ${JITTER:+-xp-jitter "$JITTER"} -report "${REPORT:-0}" >"$RUN/server-$dst.log" 2>&1 &
+			if [ "${MODE:-xpass}" = xpass ]; then
+				ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -timescale "$TS" -xp-link "$RATE" $naive ${JITTER:+-xp-jitter "$JITTER"} -report "${REPORT:-0}" >"$RUN/server-$dst.log" 2>&1 &
+			else
+				ip netns exec "$NAME-$dst" "$WORK/gsperf" server -bind "$(addr "$dst"):5500" -timescale "$TS" -report "${REPORT:-0}" >"$RUN/server-$dst.log" 2>&1 &
+			fi
 			servers+=($!)
 		fi
 	done
@@ -153,7 +169,7 @@ xp_run() {
 	to_ns=$(ns "$timeout")
 	for p in $pairs; do
 		i=$((i + 1))
-		nsx "${p%:*}" "$WORK/gsperf" client -mode xpass -src "${p%:*}" -to "$(addr "${p#*:}"):5500" -size "$size" -flows 1 -arrivals burst \
+		nsx "${p%:*}" "$WORK/gsperf" client -mode "${MODE:-xpass}" -src "${p%:*}" -to "$(addr "${p#*:}"):5500" -size "$size" -flows 1 -arrivals burst \
 			-timescale "$TS" -rate "$RATE" -pace "$RATE" -at $((at + (i - 1) * stagger * ${TS%.*})) -timeline 100us \
 			-timeout "$((to_ns - (i - 1) * stagger))ns" -id-base $((i * 1000)) -out "$RUN/flow-$i.json" >"$RUN/client-$i.log" 2>&1 &
 		clients+=($!)
@@ -170,7 +186,7 @@ xp_run() {
 	kill -INT "${servers[@]}" 2>/dev/null || true
 	wait "${servers[@]}" 2>/dev/null || true
 	wait "$WATCH" 2>/dev/null || true
-	"$WORK/gsperf" merge -name xpass -out "$RUN/flows.json" "$RUN"/flow-*.json >/dev/null
+	"$WORK/gsperf" merge -name "${MODE:-xpass}" -out "$RUN/flows.json" "$RUN"/flow-*.json >/dev/null
 }
 
 # tcp_run DIR NSWITCHES "src:dst ...": iperf3 (cubic) for TCP_SECS wall seconds, one flow per pair.
@@ -216,6 +232,13 @@ for n in $NS; do
 	up incast.yaml sfq
 	tcp_run "$OUT/incast$n-tcp-sfq" 2 "$pairs"
 	down
+	if [ "$DCTCP" = 1 ]; then
+		up incast.yaml "" "$ECN"
+		# DCTCP's flows carry no credits: each sends its fair share of what the line carries as payload (1408 of 1538 bytes).
+		dsize=$(python3 -c "print(int($RATEBITS / 8 * 1408 / 1538 * $incast_ns / 1e9 / $n))")
+		MODE=dctcp WATCH_FOR="$((incast_ns / 1000 + 1500))us" xp_run "$OUT/incast$n-dctcp" 2 "" "$pairs" "$dsize" "$timeout"
+		down
+	fi
 done
 
 # Two bottlenecks: each flow sends more than it can in its run.
@@ -245,6 +268,11 @@ if has converge; then
 	STAGGER_NS=$join_ns xp_run "$OUT/converge-naive" 2 -xp-naive "$pairs" "$size" "${total}ns"
 	STAGGER_NS=$join_ns xp_run "$OUT/converge-xpass" 2 "" "$pairs" "$size" "${total}ns"
 	down
+	if [ "$DCTCP" = 1 ]; then
+		up incast.yaml "" "$ECN"
+		MODE=dctcp STAGGER_NS=$join_ns xp_run "$OUT/converge-dctcp" 2 "" "$pairs" "$size" "${total}ns"
+		down
+	fi
 fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
 

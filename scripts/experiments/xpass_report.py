@@ -57,10 +57,11 @@ def credit_drops(d):
     return sum(v for m in d.values() for key, v in m.items() if key.startswith("gswitch_expresspass_credits_dropped_total{"))
 
 
-def queue(d, sw, port):
+def queue(d, sw, port, metric="gswitch_expresspass_data_queue_packets"):
     """p50, p99 and the largest non-empty bucket of the data-queue depths
-    (packets) data packets found on sw's port; and their number."""
-    pre = "gswitch_expresspass_data_queue_packets_bucket{"
+    (packets) data packets found on sw's port (ExpressPass's histogram, or
+    another per-port histogram of the same kind); and their number."""
+    pre = metric + "_bucket{"
     bs = []
     for key, v in d.get(sw, {}).items():
         if not key.startswith(pre):
@@ -158,7 +159,7 @@ for n in ns:
           "| queue sw1->sw2 p50 / p99 / max (packets) | queue sw2->r1 p50 / p99 / max | slowest flow (ms) | fidelity |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     merged = {"metrics": "xpass.sh", "step_ns": 20_000_000, "timescale": k, "bytes": {}}
-    for scheme in ("xpass", "naive", "tcp-fifo", "tcp-sfq"):
+    for scheme in ("xpass", "naive", "tcp-fifo", "tcp-sfq", "dctcp"):
         run = f"{out}/incast{n}-{scheme}"
         if not os.path.isdir(run):
             continue
@@ -171,9 +172,11 @@ for n in ns:
             rates, fcts = xp_rates(run, lo, hi)
             slow = f"{max(fcts):.2f}"
             good = f"{sum(rates) / 1e9:.3f}"
-        qa, qb = queue(d, "sw1", "sw2"), queue(d, "sw2", "r1")
+        hist = "gswitch_ecn_queue_packets" if scheme == "dctcp" else "gswitch_expresspass_data_queue_packets"
+        qa, qb = queue(d, "sw1", "sw2", hist), queue(d, "sw2", "r1", hist)
         qs = lambda q: "-" if q is None else f"{fmt(q[0])} / {fmt(q[1])} / {fmt(q[2])}"
-        share = "-" if scheme.startswith("tcp") else f"{sum(rates) / payload:.3f}"
+        # DCTCP's frames share the line with no credits: its share is of the line's payload (1408 of 1538 bytes).
+        share = "-" if scheme.startswith("tcp") else f"{sum(rates) / (ratebits * 1408 / 1538 if scheme == 'dctcp' else payload):.3f}"
         print(f"| {scheme} | {good} | {share} | {jain(rates):.3f} | {data_drops(d):.0f} | {credit_drops(d):.0f} | {qs(qa)} | {qs(qb)} | {slow} | {verdict(run)} |")
         s, series = watch_series(run, "sw1", "sw2")
         if series:
@@ -203,10 +206,12 @@ for title, tag, cols, links in (
     print()
 
 # Convergence (PARTS=converge): flow i joined (i-1) x JOIN after the first.
-for scheme in ("naive", "xpass"):
+for scheme in ("naive", "xpass", "dctcp"):
     conv = f"{out}/converge-{scheme}"
     if not os.path.isdir(conv):
         continue
+    # DCTCP's flows share the line with no credits: their fair share is of the line's payload.
+    cap = ratebits * 1408 / 1538 if scheme == "dctcp" else payload
     cn, join_ns, hold_ns = int(os.environ["CONVERGE_N"]), float(os.environ["JOIN_NS"]), float(os.environ["HOLD_NS"])
     flows = []
     for f in sorted(glob.glob(f"{conv}/flow-*.json"), key=lambda p: int(p.split("-")[-1][:-5])):
@@ -228,7 +233,7 @@ for scheme in ("naive", "xpass"):
         return (cum(i, t) - cum(i, t - win)) * 8 / (win / 1e9)
 
     def fair(t, j, tol):
-        return all(abs(rate(i, t) - payload / j) <= tol * payload / j for i in range(j))
+        return all(abs(rate(i, t) - cap / j) <= tol * cap / j for i in range(j))
 
     def converged(t_join, t_end, j, tol):
         """The first time after t_join (fabric us after it) from which every
@@ -244,7 +249,7 @@ for scheme in ("naive", "xpass"):
             t += step
         return "-"
 
-    print(f"### Convergence, {'naive credits' if scheme == 'naive' else 'feedback'} (topologies/expresspass/incast.yaml): {cn} flows to r1, one joining every {join_ns / 1e6:g} ms\n")
+    print(f"### Convergence, { {'naive': 'naive credits', 'xpass': 'feedback', 'dctcp': 'DCTCP over ECN marking (no credits)'}[scheme] } (topologies/expresspass/incast.yaml): {cn} flows to r1, one joining every {join_ns / 1e6:g} ms\n")
     print("After each join, how long (fabric) until every running flow's goodput over 200 us is within 10% (the spec's bar) "
           "or 20% of its fair share (what credits let through, / the flows running) and stays there for 1 ms (or to the next join; "
           "- : not in that time); then each flow's share of the link over the last 1 ms before the next join (the end of the run for the last). "
@@ -255,7 +260,7 @@ for scheme in ("naive", "xpass"):
         t_join = (j - 1) * join_ns
         t_end = j * join_ns if j < cn else total
         lo_t = max(t_end - 1e6, t_join)
-        shares = [(cum(i, t_end) - cum(i, lo_t)) * 8 / ((t_end - lo_t) / 1e9) / payload for i in range(j)]
+        shares = [(cum(i, t_end) - cum(i, lo_t)) * 8 / ((t_end - lo_t) / 1e9) / cap for i in range(j)]
         print(f"| {j} | {converged(t_join, t_end, j, 0.1)} | {converged(t_join, t_end, j, 0.2)} | {' '.join(f'{x:.2f}' for x in shares)} | {jain(shares):.3f} | {verdict(conv) if j == 1 else ''} |")
     print()
 if os.environ.get("JITTER"):

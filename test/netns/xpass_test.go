@@ -272,7 +272,8 @@ type xpFlow struct{ src, dst string }
 type xpRun struct {
 	flows         []results.Flow
 	before, after map[string]map[string]float64
-	servers       map[string]string // server output by receiver
+	marks         []map[string]map[string]float64 // the scrapes runHosts was asked for, in order
+	servers       map[string]string               // server output by receiver
 	verdict       fidelity.Verdict
 	// hostLate and hostMost are how late a thread like the hosts' woke up
 	// during the run (wall): time-weighted p99, and the most.
@@ -344,8 +345,9 @@ func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool, timeout time.Du
 // instant, each sending size bytes or giving up after timeout (fabric
 // time), paced at the links' rate, and waits for them. The fidelity
 // verdict covers the clients' run; an invalid run has failed the test when
-// runHosts returns.
-func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mode []string, size int64, timeout time.Duration) xpRun {
+// runHosts returns. The switches are also scraped at each of the instants
+// marks gives (fabric time after the clients' start), into xpRun.marks.
+func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mode []string, size int64, timeout time.Duration, marks ...time.Duration) xpRun {
 	f.t.Helper()
 	k := strconv.FormatFloat(f.k, 'g', -1, 64)
 	stops := map[string]func() string{}
@@ -372,6 +374,15 @@ func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mo
 	// the idle lead does not dilute the line time lost.
 	time.Sleep(time.Until(at.Add(-250 * time.Millisecond)))
 	watch := watchFidelity(f.t, f.r)
+	scraped := make(chan []map[string]map[string]float64, 1)
+	go func() {
+		var ms []map[string]map[string]float64
+		defer func() { scraped <- ms }() // also if a scrape fails the test
+		for _, m := range marks {
+			time.Sleep(time.Until(at.Add(f.wall(m))))
+			ms = append(ms, f.scrapeAll())
+		}
+	}()
 	stop := make(chan struct{})
 	probe := make(chan [2]time.Duration, 1)
 	go func() {
@@ -382,6 +393,7 @@ func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mo
 	for _, w := range waits {
 		outs = append(outs, w())
 	}
+	run.marks = <-scraped
 	run.verdict = watch.require()
 	close(stop)
 	late := <-probe
