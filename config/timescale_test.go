@@ -146,8 +146,9 @@ func TestTimescaleFieldsAreDecided(t *testing.T) {
 		"pfabric":     nil,
 		"expresspass": nil,
 		"ecn":         {"rtt"},
+		"pfc":         {"watchdog", "watchdog_restore"},
 	}
-	mechWall := map[string][]string{"bfc": {"budget"}}
+	mechWall := map[string][]string{"bfc": {"budget"}, "pfc": {"response"}}
 	for _, name := range mech.Names() {
 		spec, _ := mech.Lookup(name)
 		want, ok := mechFabric[name]

@@ -79,7 +79,10 @@ func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLo
 // mechanism of this switch to its Control hook.
 //
 //   - Frames to the bridge-protocol groups 01:80:C2:00:00:0x that are not
-//     ours (STP, LLDP, 802.1X) are never forwarded.
+//     ours (STP, LLDP, 802.1X) are never forwarded. MAC control frames
+//     (EtherType 0x8808: PFC) go to the mechanism that claims wire.TypePFC
+//     if the switch runs one, from host ports too (hosts' NICs send PFC);
+//     otherwise they are dropped with the rest.
 //   - Frames carrying the BFC upstream-queue tag are forged on host ports:
 //     only a switch's BFC port may claim an upstream queue.
 //   - Link-local messages of ours (EtherType 0x88B6) are never forwarded: on
@@ -127,6 +130,18 @@ func (w *worker) control(in int, b *mech.Batch) {
 			continue
 		}
 		if p.Flags&pkt.FlagLinkLocal != 0 {
+			if p.EthType == wire.EtherTypeMACControl && s.control[wire.TypePFC] != nil {
+				// MAC control (PFC) to the mechanism that claims it, from
+				// any port: hosts' NICs send PFC. It drops what its port
+				// does not run, as link_local.
+				p.Ctl = uint8(wire.TypePFC)
+				c.controlRx[p.Ctl].Add(1)
+				w.controlHook(in, b, i)
+				if p.Verdict == pkt.Forward || p.Verdict == pkt.Flood {
+					p.Verdict = pkt.Consume // link-local: never forwarded
+				}
+				continue
+			}
 			p.DropWith(pkt.ReasonLinkLocal)
 			continue
 		}

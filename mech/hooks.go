@@ -68,7 +68,8 @@ type (
 	// ControlHook takes the control messages of the types the
 	// mechanism declared (Spec.Controls) received on port: frames of
 	// link-local types arriving on host ports never get here (the
-	// switch drops them as forged). Receiving worker; a batch of one.
+	// switch drops them as forged), except PFC frames (wire.TypePFC:
+	// hosts' NICs send them). Receiving worker; a batch of one.
 	// It may set the verdict (Consume, Drop) or the lane.
 	ControlHook interface {
 		Control(port int, b *Batch)

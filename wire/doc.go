@@ -30,6 +30,7 @@
 //	32   XP_CREDIT   IPv4/UDP, the flow's ports reversed, credit DSCP Credit, PutCredit, ParseCredit, BuildCredit
 //	33   XP_REQUEST  IPv4/UDP, the flow's ports, DSCP 0               XPRequest, PutXPRequest, ParseXPRequest, BuildXPRequest
 //	34   XP_STOP     IPv4/UDP, the flow's ports, DSCP 0               XPStop, PutXPStop, ParseXPStop, BuildXPStop
+//	(15) PFC         Ethernet 0x8808 (IEEE 802.1Qbb, not a GC message) PFC, BuildPFC, ParsePFCFrame, PauseNs
 //
 // Besides the messages: the BFC upstream-queue tag, a 4-byte shim after the
 // source MAC of data frames between BFC ports (ReadTag, InsertTag,

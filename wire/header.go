@@ -23,7 +23,8 @@ var LinkLocalDst = [6]byte{0x01, 0x80, 0xC2, 0x00, 0x00, 0x0E}
 // Type is the GC header's message type.
 type Type uint8
 
-// The known message types. 4-15 are reserved for link-local messages, 17-31
+// The known message types. 4-14 are reserved for link-local messages (15,
+// TypePFC, names PFC frames, which are not GC messages: pfc.go), 17-31
 // for SFC, 35-47 for ExpressPass, 48-255 for later mechanisms; 0 is never
 // used.
 const (
@@ -117,6 +118,8 @@ func (t Type) Name() string {
 		return "XP_REQUEST"
 	case TypeXPStop:
 		return "XP_STOP"
+	case TypePFC:
+		return "PFC"
 	}
 	switch {
 	case t >= 4 && t <= 15:

@@ -20,6 +20,7 @@ func TestTypeTable(t *testing.T) {
 		32: {true, ScopeRouted, true, "XP_CREDIT"},
 		33: {true, ScopeRouted, true, "XP_REQUEST"},
 		34: {true, ScopeRouted, true, "XP_STOP"},
+		15: {false, ScopeLinkLocal, false, "PFC"}, // the kind of PFC frames, no GC message (pfc.go)
 	}
 	for i := 0; i < 256; i++ {
 		ty := Type(i)

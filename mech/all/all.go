@@ -9,5 +9,6 @@ import (
 	_ "github.com/gswitch/gswitch/mech/ecn"
 	_ "github.com/gswitch/gswitch/mech/expresspass"
 	_ "github.com/gswitch/gswitch/mech/pfabric"
+	_ "github.com/gswitch/gswitch/mech/pfc"
 	_ "github.com/gswitch/gswitch/mech/sfc"
 )
