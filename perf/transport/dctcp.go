@@ -73,6 +73,7 @@ type dctcp struct {
 	acked, marked uint64
 	cutting       bool   // the window was cut in this window of data ...
 	cutEnd        uint64 // ... which ends once una > cutEnd
+	byMark        bool   // ... and the cut was a mark's (not a loss response)
 }
 
 func newDCTCP(g float64) *dctcp {
@@ -117,7 +118,7 @@ func (d *dctcp) onAck(s *Sender, h proto.Header, named, more int) bool {
 	s.cwnd = min(s.cwnd, max(s.cwnd*(1-d.alpha/2), 2*mss))
 	s.ssthresh = s.cwnd
 	s.Reductions++
-	d.cutting, d.cutEnd = true, s.nxt
+	d.cutting, d.cutEnd, d.byMark = true, s.nxt, true
 	return true
 }
 
@@ -142,4 +143,11 @@ func (d *dctcp) observe(acked, marked, una, nxt uint64) {
 // lossCut notes that the loss response cut the window with nxt the next
 // byte to send: marks echoed before an ack acknowledges a byte from nxt on
 // are of the same round trip, and do not cut it again.
-func (d *dctcp) lossCut(nxt uint64) { d.cutting, d.cutEnd = true, nxt }
+func (d *dctcp) lossCut(nxt uint64) { d.cutting, d.cutEnd, d.byMark = true, nxt, false }
+
+// cutBefore reports whether a mark cut the window for a window of data
+// that the byte at seq belongs to (sent before the cut): a loss there is
+// of the round trip the cut already answered. (A loss after a loss
+// response is answered as the plain sender answers it: without marks
+// DCTCP is the plain sender.)
+func (d *dctcp) cutBefore(seq uint64) bool { return d.cutting && d.byMark && seq < d.cutEnd }

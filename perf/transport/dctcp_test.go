@@ -335,6 +335,40 @@ func TestDCTCPLossResponseAfterMarks(t *testing.T) {
 	}
 }
 
+// TestDCTCPMarkThenLossOneCut: a mark cuts the window, then three
+// duplicate acks report a hole in the same window of data (sent before
+// the cut): the segment is retransmitted, the window is not cut again
+// (RFC 3168 section 6.1.2: at most one reduction per window).
+func TestDCTCPMarkThenLossOneCut(t *testing.T) {
+	s := newDC(10)
+	now := int64(1)
+	f := flight(t, s, now) // segments 0 .. 9; segment 0 is lost
+	if len(f) != 10 {
+		t.Fatalf("flight %v", f)
+	}
+	dup := func(seq, ack uint64, ece bool) {
+		h := proto.Header{Type: proto.TypeAck, Flow: 1, Seq: seq, Ack: ack, Size: 1 << 30}
+		if ece {
+			h.Flags = proto.FlagECE
+		}
+		s.OnAck(h, now)
+	}
+	now += 100e3
+	dup(1000, 0, true) // marked: the first window ends (alpha 1), cut by half
+	if s.Reductions != 1 || !near(s.cwnd, 5*dcMSS) {
+		t.Fatalf("the mark: cwnd %v, %d reductions", s.cwnd, s.Reductions)
+	}
+	cw := s.cwnd
+	dup(2000, 0, false)
+	dup(3000, 0, false) // the third duplicate ack: the hole at 0 is pre-cut data
+	if s.cwnd < cw || s.ssthresh < cw || s.Reductions != 1 {
+		t.Fatalf("a loss in the window the mark cut cut again: cwnd %v -> %v, ssthresh %v", cw, s.cwnd, s.ssthresh)
+	}
+	if s.segs[0] != segUnsent {
+		t.Fatalf("segment 0 not queued for retransmission (state %d)", s.segs[0])
+	}
+}
+
 // The receiver echoes each segment's own mark on its ack, and counts the
 // marked segments.
 func TestReceiverEchoesCE(t *testing.T) {

@@ -404,10 +404,16 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 				s.segs[i] = segUnsent
 				s.scan = min(s.scan, i)
 			}
-			s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
-			s.cwnd = s.ssthresh
-			if s.dc != nil {
-				s.dc.lossCut(s.nxt)
+			// DCTCP: a hole in data sent before this window of data's
+			// ECN cut is congestion that cut already answered (at most
+			// one reduction per window: RFC 3168 section 6.1.2, as
+			// Linux skips the reduction in CWR): retransmit only.
+			if s.dc == nil || !s.dc.cutBefore(s.una) {
+				s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+				s.cwnd = s.ssthresh
+				if s.dc != nil {
+					s.dc.lossCut(s.nxt)
+				}
 			}
 		}
 	}
