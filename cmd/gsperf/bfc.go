@@ -66,10 +66,14 @@ func (b *bfcFlags) finish(h *bfchost.Host, name string, params map[string]string
 }
 
 // switchMAC reads -bfc-switch: a unicast Ethernet address.
-func switchMAC(s string) ([6]byte, error) {
+func switchMAC(s string) ([6]byte, error) { return parseMAC("-bfc-switch", s) }
+
+// parseMAC reads a switch port's MAC given to flag name: a unicast
+// Ethernet address.
+func parseMAC(name, s string) ([6]byte, error) {
 	m, err := net.ParseMAC(s)
 	if err != nil || len(m) != 6 || m[0]&1 != 0 || [6]byte(m) == [6]byte{} {
-		return [6]byte{}, fmt.Errorf("-bfc-switch: %q is not a unicast Ethernet address (e.g. 02:67:73:00:01:02, the switch port's MAC)", s)
+		return [6]byte{}, fmt.Errorf("%s: %q is not a unicast Ethernet address (e.g. 02:67:73:00:01:02, the switch port's MAC)", name, s)
 	}
 	return [6]byte(m), nil
 }

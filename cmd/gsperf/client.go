@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bfchost "github.com/gswitch/gswitch/perf/bfc"
+	pfchost "github.com/gswitch/gswitch/perf/pfc"
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/sfc"
 	"github.com/gswitch/gswitch/perf/transport"
@@ -24,7 +25,9 @@ type clientSetup struct {
 	clock      *clockFlags
 	timers     protocolTimers
 	mode       string
-	bfc        *bfcFlags // -mode bfc only
+	bfc        *bfcFlags      // -mode bfc only
+	pfc        *pfchost.Host  // -pfc only: made, not listening yet
+	pfcConfig  pfchost.Config // what it was made with
 	fid        *fidelityRun
 	maxPause   time.Duration     // -mode sfc: the longest pause a BTS may set (wall)
 	params     map[string]string // the flags as given (the fabric's units)
@@ -47,6 +50,7 @@ func parseClient(args []string) (*clientSetup, error) {
 	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020), xpass (one segment per ExpressPass credit; the server runs -mode xpass) or dctcp (plain with DCTCP's window: datagrams sent ECN-capable, the window cut by the fraction of them the switches mark CE; any plain server echoes the marks)")
 	dctcpG := fs.Float64("dctcp-g", transport.DefaultDCTCPG, "dctcp: the gain g of the estimate of the marked fraction, alpha = (1-g) alpha + g F once per window (the paper's 1/16)")
 	bfcf := addBFCFlags(fs, clock)
+	pfcf := addPFCFlags(fs)
 	rtt := clock.duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
 	maxPause := clock.duration("max-pause", 0, "sfc: the longest pause a BTS may put a flow under; longer ones are cut to it and counted (0: 256 x -base-rtt, the switches' max_pause rule)")
 	rto := clock.duration("rto", 0, "retransmission timeout (default 10ms plain, 3 x base-rtt pfabric)")
@@ -121,6 +125,15 @@ func parseClient(args []string) (*clientSetup, error) {
 			return nil, fmt.Errorf("-pace: %q is not a positive rate", *pace)
 		}
 	}
+	// A PFC quantum is 512 bit times at the host's link rate: its NIC's
+	// (-pace) if given, else the bottleneck's (-rate), on this machine.
+	link := rb
+	if paceBits != 0 {
+		link = paceBits
+	}
+	if c.pfc, c.pfcConfig, err = pfcf.host(*mode, clock.wallBits(link)); err != nil {
+		return nil, err
+	}
 	// From here on every time and rate is on the wall clock.
 	t := c.timers
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(clock.wallBits(rb)),
@@ -159,6 +172,10 @@ func parseClient(args []string) (*clientSetup, error) {
 	if m == transport.DCTCP {
 		c.params["dctcp_g"] = fmt.Sprint(*dctcpG)
 	}
+	if c.pfc != nil {
+		c.params["pfc"] = "true"
+		c.params["pfc_priority"] = fmt.Sprint(*pfcf.priority)
+	}
 	return c, nil
 }
 
@@ -175,6 +192,15 @@ func client(args []string) error {
 		}
 		defer bfcHost.Close()
 		p.FlowHook = bfcHost.FlowHook
+	}
+	if c.pfc != nil {
+		if err := c.pfc.Listen(); err != nil {
+			return fmt.Errorf("-pfc: %w", err)
+		}
+		defer c.pfc.Close()
+		// The mode's hook (bfc's) asks its gate first, then PFC's, then
+		// the pacer.
+		p.FlowHook = chainHooks(p.FlowHook, c.pfc.FlowHook)
 	}
 	var bts *sfc.Listener
 	if c.sfc {
@@ -218,6 +244,9 @@ func client(args []string) error {
 	run.SetTimescale(c.clock.Scale)
 	if bfcHost != nil {
 		c.bfc.finish(bfcHost, p.Src, run.Params)
+	}
+	if c.pfc != nil {
+		pfcFinish(c.pfc, c.clock.Scale, p.Src, run.Params)
 	}
 	if c.mode == "xpass" {
 		var refused uint64

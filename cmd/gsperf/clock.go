@@ -53,6 +53,9 @@ import (
 //	SFC pause in a BTS frame                   wall    as the switch computed it: from its wall rates, so
 //	                                                   already the fabric's pause x K; applied as it comes,
 //	                                                   cut to -max-pause x K
+//	-pfc: pause in a PFC frame                 wall    quanta x 512 bit times at the host's link rate on this
+//	                                                   machine (-pace, else -rate, / K): the fabric's pause x K,
+//	                                                   as the switch sends it at its port's wall rate
 //	measured RTTs, feedback period, gaps       wall    measured on this machine (they scale by themselves)
 //
 // Byte counts (windows, -init-window, buffers, -size) and counts are the

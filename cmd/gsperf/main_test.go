@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/perf/transport"
+	"github.com/gswitch/gswitch/perf/udp"
+	"github.com/gswitch/gswitch/wire"
 )
 
 // The tests run gsperf as a child process: this test binary, told by the
@@ -192,5 +195,100 @@ func TestBFCSwitchFlag(t *testing.T) {
 		if _, err := switchMAC(bad); err == nil || !strings.Contains(err.Error(), "-bfc-switch") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// TestPFCFlags: -pfc makes the host's PFC state for any mode a gate can
+// hold (xpass refused), its link at -pace (else -rate) divided by K, its
+// priority -pfc-priority (0 by default: gsperf's DSCP 0), its switch
+// -pfc-switch (else the default gateway's); bad values name their flag.
+func TestPFCFlags(t *testing.T) {
+	if c := planOf(t, "-pace", "100Gbit"); c.pfc != nil || c.params["pfc"] != "" {
+		t.Fatalf("without -pfc: host %v, params %v", c.pfc, c.params)
+	}
+	c := planOf(t, "-pfc", "-rate", "50Gbit", "-pace", "100Gbit", "-timescale", "10000")
+	if c.pfc == nil || c.pfcConfig.RateBits != 10e6 || c.pfcConfig.Priority != 0 || c.pfcConfig.Switch != [6]byte{} || c.pfcConfig.Gateway == nil {
+		t.Fatalf("-pfc -pace 100Gbit at K 10000: host %v, config %+v (want 10 Mbit/s, priority 0, the gateway's MAC)", c.pfc, c.pfcConfig)
+	}
+	if c.params["pfc"] != "true" || c.params["pfc_priority"] != "0" {
+		t.Errorf("params %v", c.params)
+	}
+	if c := planOf(t, "-pfc", "-rate", "100Gbit", "-timescale", "10000"); c.pfcConfig.RateBits != 10e6 {
+		t.Errorf("-pfc -rate 100Gbit, unpaced, at K 10000: link %d bit/s, want 10 Mbit/s", c.pfcConfig.RateBits)
+	}
+	c = planOf(t, "-pfc", "-pfc-priority", "3", "-pfc-switch", "02:67:73:00:01:02")
+	if c.pfcConfig.Priority != 3 || c.pfcConfig.Switch != [6]byte{2, 0x67, 0x73, 0, 1, 2} || c.params["pfc_priority"] != "3" {
+		t.Errorf("-pfc-priority 3 -pfc-switch: %+v", c.pfcConfig)
+	}
+	for _, mode := range []string{"plain", "dctcp", "pfabric", "sfc", "bfc"} {
+		if c := planOf(t, "-pfc", "-mode", mode); c.pfc == nil {
+			t.Errorf("-pfc -mode %s: no PFC host", mode)
+		}
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-pfc", "-mode", "xpass"}, "-pfc: -mode xpass"},
+		{[]string{"-pfc", "-pfc-priority", "8"}, "-pfc-priority: 8"},
+		{[]string{"-pfc", "-pfc-priority", "-1"}, "-pfc-priority: -1"},
+		{[]string{"-pfc", "-pfc-switch", "01:80:c2:00:00:01"}, "-pfc-switch"},
+		{[]string{"-pfc", "-pfc-switch", "nope"}, "-pfc-switch"},
+	} {
+		_, err := parseClient(append([]string{"-to", "127.0.0.1:5500", "-src", "h1"}, bad.args...))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want an error saying %q", bad.args, err, bad.want)
+		}
+	}
+}
+
+// TestPFCGateInFrontOfThePacer: the flows of a -pfc client ask the mode's
+// gate (bfc's, when it has one), then PFC's, then the pacer: a pause of
+// the host's priority from its switch holds them, a resume wakes and
+// releases them, and the run's params count both.
+func TestPFCGateInFrontOfThePacer(t *testing.T) {
+	sw := [6]byte{2, 0x67, 0x73, 0, 1, 2}
+	c := planOf(t, "-pfc", "-pfc-switch", "02:67:73:00:01:02", "-pace", "100Gbit", "-timescale", "10000")
+	pacer := transport.NewPacer(c.plan.Pace, udp.Overhead, 4*(udp.MSS+udp.Overhead))
+	var order []string
+	var inner transport.Gate
+	outer := func(id uint64, cfg *transport.Config, g transport.Gate, wake func()) (transport.Gate, func()) {
+		inner = g
+		return g, func() { order = append(order, "outer") }
+	}
+	woken := 0
+	g, end := chainHooks(outer, c.pfc.FlowHook)(1, &transport.Config{}, pacer, func() { woken++ })
+	if inner == nil || inner == transport.Gate(pacer) {
+		t.Fatalf("the mode's hook was handed %v, want PFC's gate in front of the pacer", inner)
+	}
+	if ok, _ := g.Allow(1, 1000); !ok {
+		t.Fatal("closed before any pause")
+	}
+	frame := func(quanta uint16) []byte {
+		b := make([]byte, wire.MinFrameLen)
+		if _, err := wire.BuildPFC(b, sw, wire.PFC{Enable: 1, Time: [8]uint16{0: quanta}}); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	c.pfc.Handle(frame(65535))
+	if ok, next := g.Allow(2, 1000); ok || next <= 2 {
+		t.Fatalf("paused: allow %v, ask again at %d", ok, next)
+	}
+	c.pfc.Handle(frame(0))
+	if ok, _ := g.Allow(3, 1000); !ok || woken != 1 {
+		t.Fatalf("resumed: allow %v, woken %d times", ok, woken)
+	}
+	end()
+	params := map[string]string{}
+	pfcFinish(c.pfc, c.clock.Scale, "h1", params)
+	if params["pfc_pauses"] != "1" || params["pfc_resumes"] != "1" || params["pfc_held"] != "1" || params["pfc_frames"] != "2" || params["pfc_foreign"] != "0" {
+		t.Errorf("params %v", params)
+	}
+	if len(order) != 1 {
+		t.Errorf("ends called: %v", order)
+	}
+	if h := chainHooks(nil, c.pfc.FlowHook); h == nil {
+		t.Error("chainHooks(nil, pfc) is nil")
 	}
 }

@@ -274,6 +274,7 @@ type xpRun struct {
 	before, after map[string]map[string]float64
 	marks         []map[string]map[string]float64 // the scrapes runHosts was asked for, in order
 	servers       map[string]string               // server output by receiver
+	params        []map[string]string             // each client's run params (its host's counters), by flow
 	verdict       fidelity.Verdict
 	// hostLate and hostMost are how late a thread like the hosts' woke up
 	// during the run (wall): time-weighted p99, and the most.
@@ -412,6 +413,7 @@ func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mo
 			f.t.Fatalf("flow %d (%v): %v\n%s", i, flows[i], err, outs[i])
 		}
 		run.flows = append(run.flows, r.Flows[0])
+		run.params = append(run.params, r.Params)
 	}
 	return run
 }
