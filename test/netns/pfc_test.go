@@ -34,25 +34,22 @@ import (
 // and no pause of this run lasts a fraction of it (pauses last
 // microseconds of the fabric; the run, about 4 ms).
 //
-// What the victim's path allows. Sw2 -> R2 carries the victim alone;
-// Sw1 -> Sw2 carries it and S1, whose own rate is set at R1's port: at
-// most half of the line there, S3 taking the other half. With a queue
-// per flow and no pause stopping Sw1 -> Sw2 (BFC's aim), the victim would
-// get the line less S1's rate, half of it or more. Under PFC,
+// R1's link runs at a quarter of the line (pfcR1Rate, 25 Gbit/s: the
+// edit sets it), so the incast's bottleneck leaves Sw1 -> Sw2 most of its
+// room: S1 can have at most R1's quarter, and the victim's path
+// (Sw1 -> Sw2 -> R2, both at the full line) leaves it three quarters of
+// the line or more. With a queue per flow and no pause stopping
+// Sw1 -> Sw2 (BFC's aim), that is what the victim would get. Under PFC,
 // Sw1 -> Sw2's priority is one FIFO that S1 and S2 fill alike (both send
 // at the line and Sw1 pauses each at the same xoff), so the link carries
-// them 1:1 whatever their destinations: the victim gets what S1 gets, and
-// both lose the time Sw2 holds the link paused, a fraction f: S1 + victim
-// = (1 - f) of the line. S1 itself gets less than half of R1's port: Sw2
-// shares it between its input ports, not its flows, and Sw1's input
-// brings S1 at half the line while Sw3's brings S3 at the whole line, so
-// S3's packets make up more of R1's queue. A packet-level model of this
-// line (three FIFO switches, hosts backlogged at the line, PFC at these
-// thresholds, one link delay for a pause to act) gives S1 = victim = 0.463
-// of the line, S3 = 0.537 and Sw1 -> Sw2 paused f = 0.086 of the time;
-// adding up to 1 us of host response moves none of these by more than
-// 0.01. Head-of-line blocking: the victim gets about half the line or
-// less, tied to S1, and less than its path leaves it (the line less S1).
+// them 1:1 whatever their destinations: the victim gets what S1 gets,
+// and S1 gets at most R1's quarter less S3's part of it. The link is
+// paused the rest of the time: while S1's packets wait at Sw2 for R1,
+// the bytes Sw2 holds from Sw1 stay above xoff and every packet behind
+// them, the victim's too, waits at Sw1. Head-of-line blocking: the
+// victim gets at most a quarter of the line (plus a margin), tied to S1,
+// while its path leaves it three quarters; Sw1 -> Sw2 is paused at least
+// 1 - 2 x (1/4) x pfcTie of the time.
 //
 // The bars, over the steady window [pfcFrom, pfcTo] (after slow start,
 // before the first flow ends), in shares of the line's gsperf payload:
@@ -62,32 +59,30 @@ import (
 //     further: Sw1 paused S1 and S2, Sw3 paused S3, and every sender's
 //     NIC took pauses from its switch and refused none;
 //   - Sw1's port toward Sw2 paused at least pfcPausedMin of the window
-//     (gswitch_pfc_paused_seconds_total; the model's 0.086 with a
-//     margin of four);
-//   - the victim at most pfcVictimMax (half the line, the most S1 can
-//     have of R1's port, plus a tenth of it for a run's variation), within
-//     pfcTie of S1's goodput either way (the FIFO's 1:1), and below what
-//     its path leaves it (the line less S1);
+//     (gswitch_pfc_paused_seconds_total);
+//   - the victim at most pfcVictimMax (R1's quarter plus a fifth of it),
+//     within pfcTie of S1's goodput either way (the FIFO's 1:1), and
+//     below what its path leaves it (the line less S1);
 //   - S1 + victim at most (1 - f) of the line plus pfcSlack: Sw1 sends
 //     nothing to Sw2 while paused (the pause is honoured) but the frame
-//     it is sending when a pause comes, up to a frame time per pause
-//     (the model: about 300 pauses in the window, 0.012 of it);
-//   - S1 + S3 at least xpGoodputMin: R1's port stays busy (pausing its
-//     inputs costs the congested port nothing);
+//     it is sending when a pause comes;
+//   - S1 + S3 at least xpGoodputMin of R1's port: it stays busy (pausing
+//     its inputs costs the congested port nothing);
 //   - every flow completes (no loss, no timeout), and the run is valid.
 //
 // GSWITCH_TEST_MECH_OFF=pfc runs the fabric without PFC (every port's
 // mechanisms empty, the clients unchanged): Sw2's port toward R1 then
-// overflows and drops, no pause goes anywhere, and the test fails on
-// both.
+// overflows and drops, no pause goes anywhere, the victim runs free, and
+// the test fails on all three.
 const (
-	pfcFor       = 2 * time.Millisecond   // each flow's size: this long of the line's payload
+	pfcR1Share   = 0.25                   // R1's link: this share of the line
+	pfcFor       = 600 * time.Microsecond // each flow's size: this long of the line's payload (S1 and the victim at about 0.1 of the line run 6 ms)
 	pfcFrom      = 500 * time.Microsecond // the steady window's start (fabric)
-	pfcTo        = 3 * time.Millisecond   // its end: S3, the fastest, ends at about pfcFor / 0.537 = 3.7 ms
-	pfcTimeout   = 12 * time.Millisecond  // the clients give up (fabric): nearly three times the slowest flow's ~4.3 ms
-	pfcPausedMin = 0.02                   // Sw1 -> Sw2 paused at least this share of the window
-	pfcVictimMax = 0.55                   // the victim's goodput at most this share of the line's payload
+	pfcTo        = 3 * time.Millisecond   // its end: before the first flow ends
+	pfcTimeout   = 20 * time.Millisecond  // the clients give up (fabric)
 	pfcTie       = 1.25                   // victim / S1 within [1/pfcTie, pfcTie]
+	pfcPausedMin = 1 - 2*pfcR1Share*pfcTie // Sw1 -> Sw2 paused at least this share of the window
+	pfcVictimMax = 1.2 * pfcR1Share       // the victim's goodput at most this share of the line's payload
 	pfcSlack     = 0.03                   // S1 + victim above (1 - f) of the line's payload by at most this
 )
 
@@ -107,6 +102,11 @@ func TestPFCCongestionSpreading(t *testing.T) {
 		if off {
 			m = "mechanisms: {}"
 		}
+		r1 := regexp.MustCompile(`(?m)^  - \{a: r1, b: sw2\}`)
+		if !r1.MatchString(s) {
+			t.Fatalf("bfc-line.yaml: no r1 - sw2 link to slow down")
+		}
+		s = r1.ReplaceAllString(s, fmt.Sprintf("  - {a: r1, b: sw2, rate: %dGbit}", int(100*pfcR1Share)))
 		return port.ReplaceAllString(s, "  port: {$1, "+m+"}")
 	})
 	k := strconv.FormatFloat(f.k, 'g', -1, 64)
@@ -138,8 +138,8 @@ func TestPFCCongestionSpreading(t *testing.T) {
 		t.Logf("%s -> %s: %.2f Gbit/s in [%v, %v] = %.3f of the line's %.2f Gbit/s of payload; complete %v in %.2f ms; host: %s",
 			flows[i].src, flows[i].dst, rates[i]/1e9, pfcFrom, pfcTo, share[i], payload/1e9, fl.Complete, float64(fl.FCTFabricNs)/1e6, pfcHostFigures(run.params[i]))
 	}
-	t.Logf("victim s2 -> r2: %.3f of the line (s1 %.3f, ratio %.2f); its path left it 1 - s1 = %.3f; Sw1 -> Sw2 paused %.3f of the window, s1 + victim %.3f (1 - paused %.3f); s1 + s3 at R1 %.3f",
-		share[victim], share[s1], share[victim]/share[s1], 1-share[s1], paused, share[s1]+share[victim], 1-paused, share[s1]+share[s3])
+	t.Logf("victim s2 -> r2: %.3f of the line (s1 %.3f, ratio %.2f); its path left it 1 - s1 = %.3f; Sw1 -> Sw2 paused %.3f of the window, s1 + victim %.3f (1 - paused %.3f); s1 + s3 %.3f of the line, %.3f of R1's port",
+		share[victim], share[s1], share[victim]/share[s1], 1-share[s1], paused, share[s1]+share[victim], 1-paused, share[s1]+share[s3], (share[s1]+share[s3])/pfcR1Share)
 	t.Logf("PFC over the run (pauses/refreshes/resumes sent, pauses/resumes received, paused time here = fabric):\n%s", pfcPorts(run, f.k))
 	t.Logf("drops %.0f %s", drops, strings.Join(where, ", "))
 
@@ -177,7 +177,7 @@ func TestPFCCongestionSpreading(t *testing.T) {
 		}
 	}
 	if !(paused >= pfcPausedMin) {
-		t.Errorf("Sw1's port toward Sw2 paused %.3f of the window, want at least %.2f (the model: 0.086)", paused, pfcPausedMin)
+		t.Errorf("Sw1's port toward Sw2 paused %.3f of the window, want at least %.2f", paused, pfcPausedMin)
 	}
 	if !(share[victim] <= pfcVictimMax) {
 		t.Errorf("victim s2 -> r2 got %.3f of the line, want at most %.2f: no head-of-line blocking", share[victim], pfcVictimMax)
@@ -191,8 +191,8 @@ func TestPFCCongestionSpreading(t *testing.T) {
 	if !(share[s1]+share[victim] <= 1-paused+pfcSlack) {
 		t.Errorf("s1 + victim = %.3f of the line through Sw1 -> Sw2, paused %.3f of the window: more than 1 - paused + %.2f (pauses not honoured)", share[s1]+share[victim], paused, pfcSlack)
 	}
-	if !(share[s1]+share[s3] >= xpGoodputMin) {
-		t.Errorf("s1 + s3 = %.3f of R1's port, want at least %.2f (pausing its inputs should not idle it)", share[s1]+share[s3], xpGoodputMin)
+	if r1 := (share[s1] + share[s3]) / pfcR1Share; !(r1 >= xpGoodputMin) {
+		t.Errorf("s1 + s3 = %.3f of R1's port, want at least %.2f (pausing its inputs should not idle it)", r1, xpGoodputMin)
 	}
 }
 
