@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # demo.sh — the main job: a fabric of three gswitchd switches in network
 # namespaces, BFC (Backpressure Flow Control) at work between them. Run as
-# root; about a minute. It builds gswitchd, gswitchctl and gsperf, brings
-# up BFC's testbed (the paper's Fig. 6) from a topology file with
-# `gswitchctl topo up`, and runs the same incast twice, without and with BFC:
+# root; about a minute and a half. It builds gswitchd, gswitchctl and
+# gsperf, brings up BFC's testbed (the paper's Fig. 6) from a topology file
+# with `gswitchctl topo up`, and runs the same incast three times: with no
+# mechanism, with BFC, and with PFC, the baseline BFC's paper argues
+# against:
 #
 #   s1 --\
 #         sw1 ----> sw2 <---- sw3 -- s3        routed (L3), every link 100 Gbit/s, 1 us (the paper's)
@@ -24,8 +26,13 @@
 # and sends PAUSE and RESUME frames to sw1 and sw3, whose queues toward sw2
 # hold the excess: no drops at the congested switch. Along the way it shows
 # the operator's views (gswitchctl routes, queues with paused ones, a
-# capture of the pause frames on the wire) and the metrics. Everything it
-# made is removed at the end, also on Ctrl-C.
+# capture of the pause frames on the wire) and the metrics. With PFC
+# (IEEE 802.1Qbb: a switch pauses a whole priority of its upstream's port,
+# and hosts' NICs honour it: gsperf -pfc) nothing is dropped either, but a
+# victim flow from s2 to r1, whose port is idle, waits behind the incast
+# at sw1: head-of-line blocking, which BFC's per-flow queues avoid (its
+# completion time is printed for each run). Everything it made is removed
+# at the end, also on Ctrl-C.
 #
 # scripts/demo-switch.sh is the one-switch demo (iperf3 through a shaped
 # port, DRR against FIFO).
@@ -45,7 +52,7 @@ TOPO=$WORK/fabric.yaml
 UP=
 SRV=
 cleanup() {
-	[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+	[ -n "$SRV" ] && kill $SRV 2>/dev/null && wait $SRV 2>/dev/null
 	[ -n "$UP" ] && "$WORK/gswitchctl" topo down -state "$WORK/state" "$TOPO" >/dev/null 2>&1
 	rm -rf "$WORK"
 }
@@ -109,21 +116,28 @@ DROPS='gswitch_drops_total\{port="r2",reason="(buffer_full|frame_limit|port_limi
 
 URLS="sw1=http://127.0.0.1:$((BASE + 1))/metrics,sw2=http://127.0.0.1:$((BASE + 2))/metrics,sw3=http://127.0.0.1:$((BASE + 3))/metrics"
 
-# incast LABEL TIMEOUT: two 256 KB flows from each of s1, s2 and s3 to r2, all at
-# once (gsperf at the fabric's timescale: its rates and times are the
-# fabric's), and the fidelity verdict of the switches over the run.
+# incast LABEL TIMEOUT [CLIENT-FLAGS]: two 256 KB flows from each of s1, s2
+# and s3 to r2, all at once (gsperf at the fabric's timescale: its rates
+# and times are the fabric's), and with them the victim: one 1 MB flow
+# from s2 to r1, whose port is idle; then the fidelity verdict of the
+# switches over the run.
 incast() {
 	hx r2 "$WORK/gsperf" server -bind 10.71.5.1:5500 -timescale 10000 -report 0 >/dev/null 2>&1 &
 	SRV=$!
+	hx r1 "$WORK/gsperf" server -bind 10.71.4.1:5500 -timescale 10000 -report 0 >/dev/null 2>&1 &
+	SRV="$SRV $!"
 	sleep 0.3
 	"$WORK/gsperf" fidelity -metrics "$URLS" -save "$WORK/$1-before.json" >/dev/null
 	local at=$(($(date +%s%N) + 3000000000)) pids=() h i=0
 	for h in s1 s2 s3; do
 		i=$((i + 1))
 		hx $h timeout 40 "$WORK/gsperf" client -timescale 10000 -src $h -to 10.71.5.1:5500 -size 256KB -flows 2 -arrivals burst -at $at \
-			-rate 50Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" >"$WORK/$1-$h.log" 2>&1 &
+			-rate 50Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" ${3:-} >"$WORK/$1-$h.log" 2>&1 &
 		pids+=($!)
 	done
+	hx s2 timeout 40 "$WORK/gsperf" client -timescale 10000 -src s2 -to 10.71.4.1:5500 -size 1MB -flows 1 -arrivals burst -at $at \
+		-rate 100Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base 9000 -out "$WORK/$1-victim.json" ${3:-} >"$WORK/$1-victim.log" 2>&1 &
+	pids+=($!)
 	if [ "$1" = bfc ]; then # in the middle of the incast: sw2's congested port, and the queues sw1 holds for sw2, paused by sw2
 		sleep 3.6
 		ctl queues r2 -s "$NAME-sw2" >"$WORK/q2.txt" 2>&1 || true
@@ -142,9 +156,14 @@ import json,sys
 fl=[f for p in sys.argv[1:] for f in json.load(open(p))["flows"]]
 done=[f for f in fl if f["complete"]]
 fct=sorted(f["fct_fabric_ns"]/1e3 for f in done)
-print("   flows completed: %d of %d; FCT (fabric) %s; segments retransmitted: %d" % (len(done), len(fl),
+print("   incast flows completed: %d of %d; FCT (fabric) %s; segments retransmitted: %d" % (len(done), len(fl),
   ("min %.0f us, max %.0f us" % (fct[0], fct[-1])) if fct else "-", sum(f["retransmits"] for f in fl)))
 PY
+	VICTIM=$(python3 -c '
+import json,sys
+f=json.load(open(sys.argv[1]))["flows"][0]
+print("%.0f us" % (f["fct_fabric_ns"]/1e3) if f["complete"] else "incomplete")' "$WORK/$1-victim.json" 2>/dev/null || echo "-")
+	echo "   the victim, 1 MB from s2 to r1's idle port: FCT $VICTIM (fabric; 84 us on an empty line)"
 }
 
 echo "== 1. the fabric without BFC: gswitchctl topo up (namespaces, veths, routes, one gswitchd per switch)"
@@ -154,7 +173,7 @@ hx s1 ping -c 3 -i 0.2 -W 2 10.71.5.1 | tail -2 | sed 's/^/   /'
 ctl routes -s "$NAME-sw1" | sed 's/^/   /'
 echo "== incast: six 256 KB flows from s1, s2, s3 into r2's 50 Gbit/s port (512 KB of buffer), 1.5 MB in flight"
 incast nobfc 500us
-nobfc=$(metric 2 "$DROPS")
+nobfc=$(metric 2 "$DROPS") victim_none=$VICTIM
 echo "   drops at sw2's port toward r2: $nobfc"
 down
 
@@ -166,7 +185,7 @@ hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
 ctl capture sw2 -s "$NAME-sw1" -dir rx -c 4 bfc >"$WORK/capture.txt" 2>&1 &
 CAP=$!
 incast bfc 3ms
-bfc=$(metric 2 "$DROPS")
+bfc=$(metric 2 "$DROPS") victim_bfc=$VICTIM
 kill $CAP 2>/dev/null || true; wait $CAP 2>/dev/null || true
 echo "   drops at sw2's port toward r2: $bfc"
 echo "   sw2 sent $(metric 2 'gswitch_bfc_pauses_sent_total.*') pauses, $(metric 2 'gswitch_bfc_resumes_sent_total.*') resumes, $(metric 2 'gswitch_bfc_bitmaps_sent_total.*') pause bitmaps;" \
@@ -178,7 +197,24 @@ ctl fidelity -s "$NAME-sw2" 2>&1 | sed 's/^/     /' || true
 down
 
 echo
-echo "== summary: drops at the congested port: $nobfc without BFC, $bfc with BFC"
+echo "== 3. the baseline BFC replaces: PFC (IEEE 802.1Qbb) on every port (mechanisms: {pfc: {}}), the hosts' NICs honouring it (gsperf -pfc)"
+up "{pfc: {watchdog: 0s}}"
+hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
+incast pfc 3ms -pfc
+pfc=$(metric 2 "$DROPS") victim_pfc=$VICTIM
+echo "   drops at sw2's port toward r2: $pfc"
+echo "   sw2 sent $(metric 2 'gswitch_pfc_pauses_sent_total.*') PFC pauses, sw1 sent its hosts $(metric 1 'gswitch_pfc_pauses_sent_total.*');" \
+	"sw1's port toward sw2 paused $(curl -s "http://127.0.0.1:$((BASE + 1))/metrics" | python3 -c '
+import sys
+t=sum(float(l.split()[-1]) for l in sys.stdin if l.startswith("gswitch_pfc_paused_seconds_total{port=\"sw2\""))
+print("%.0f us (fabric)" % (t / 10000 * 1e6))')"
+down
+
+echo
+echo "== summary: drops at the congested port: $nobfc with no mechanism, $bfc with BFC, $pfc with PFC"
+echo "   the victim (s2 -> r1, an idle port): FCT $victim_none with no mechanism, $victim_bfc with BFC, $victim_pfc with PFC"
 [ "$bfc" = 0 ] && [ "$nobfc" != 0 ] && echo "   BFC pushed the backlog upstream, hop by hop, and the congested switch dropped nothing." ||
 	echo "   (not as the design promises: look at the fidelity verdicts above)"
+echo "   PFC is lossless too, but it pauses sw1's whole priority toward sw2: the victim waits behind the incast (head-of-line"
+echo "   blocking, the congestion spreading BFC's paper starts from); BFC pauses only the incast's queues."
 echo "== done: everything made is removed"
