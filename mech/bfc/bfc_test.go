@@ -221,10 +221,17 @@ func TestStickyAssignmentWithinTwoHRTT(t *testing.T) {
 		{Name: "out", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Rate: rate, Burst: 4 * 1538, Mechanisms: mechs(&bfc.Config{HRTT: hrtt})},
 	}}}
 	h := dptest.New(t, cfg, 4096)
+	b := inst(h)
+	// The test's flows, F (1), G (2) and eight new ones (10..17), each need
+	// an entry of their own in "out"'s flow table.
+	flows := [][]byte{udp(1), udp(2)}
+	for i := 0; i < 8; i++ {
+		flows = append(flows, udp(uint16(10+i)))
+	}
+	fixKey(t, b, 1, flows...)
 	h.Record()
 	h.Links[1].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))
 	h.Settle()
-	b := inst(h)
 	queueOf := func(sport uint16, after int64) int {
 		t.Helper()
 		h.Links[1].Sent = nil
@@ -268,8 +275,8 @@ func TestStickyAssignmentWithinTwoHRTT(t *testing.T) {
 	if len(byFlow) != 9 || byFlow[17] != 2 || byFlow[1] != 2 {
 		t.Fatalf("queues by flow %v: want the eighth new flow (17) and F (1) on queue 2", byFlow)
 	}
-	if st := b.Stats(1); st.Sticky != 2 || st.StickyReuse != 1 {
-		t.Fatalf("stats %+v: want 2 sticky, 1 sticky reuse", st)
+	if st := b.Stats(1); st.Sticky != 2 || st.StickyReuse != 1 || st.Collisions != 0 {
+		t.Fatalf("stats %+v: want 2 sticky, 1 sticky reuse, no flow-table collision", st)
 	}
 	h.CheckFrames(t)
 }

@@ -200,7 +200,8 @@ func TestHostQueueFromGsperfHeader(t *testing.T) {
 
 // TestSingleAndStochastic: single puts every flow in queue 0 and counts all
 // upstream queues of a single-mode port as one (a per-port pause, as PFC);
-// stochastic hashes flows onto the queues, each flow always on the same.
+// stochastic hashes flows onto the queues, each flow always on the same,
+// the one the port's keyed hash gives it.
 func TestSingleAndStochastic(t *testing.T) {
 	for _, mode := range []string{bfc.AssignSingle, bfc.AssignStochastic} {
 		t.Run(mode, func(t *testing.T) {
@@ -209,11 +210,24 @@ func TestSingleAndStochastic(t *testing.T) {
 				{Name: "out", Role: mech.RoleFabric, Scheduler: "drr", Queues: 8, Rate: 100e6, Burst: 1538, Mechanisms: mechs(&bfc.Config{Assign: mode, Th: 2 * wireLen})},
 			}}}
 			h := dptest.New(t, cfg, 4096)
+			b := inst(h)
+			if mode == bfc.AssignStochastic {
+				// Under a random key the 32 flows land on five queues or
+				// fewer once in about 60,000 draws: fix the key, and check
+				// that it spreads them as the test needs.
+				b.SetKey(1, testKey)
+				spread := map[int]bool{}
+				for sp := uint16(100); sp < 132; sp++ {
+					spread[b.StochasticQueue(1, hashOf(t, udp(sp)))] = true
+				}
+				if len(spread) < 6 {
+					t.Fatalf("the test's key puts its 32 flows on %d queues: pick another key", len(spread))
+				}
+			}
 			h.Record()
 			h.Links[1].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))
 			h.Settle()
 			h.Links[0].Sent, h.Links[1].Sent = nil, nil
-			b := inst(h)
 			for i := 0; i < 64; i++ {
 				h.Links[0].Inject(tagged(uint16(3+i%2), uint16(100+i%32)))
 			}
@@ -236,6 +250,11 @@ func TestSingleAndStochastic(t *testing.T) {
 				}
 				for q := range qs {
 					used[q] = true
+					if mode == bfc.AssignStochastic {
+						if want := b.StochasticQueue(1, hashOf(t, udp(sp))); int(q) != want {
+							t.Fatalf("stochastic: flow %d on queue %d, its keyed hash gives %d", sp, q, want)
+						}
+					}
 				}
 			}
 			switch mode {

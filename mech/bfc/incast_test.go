@@ -141,6 +141,9 @@ func twoFlows(t *testing.T, delayB int64, utilMin, utilMax float64) {
 		{Name: "b", Role: mech.RoleFabric, Scheduler: "drr", Queues: 16, Rate: mu, Delay: units.Duration(delayB), Mechanisms: mechs(&bfc.Config{})},
 		{Name: "r", Scheduler: "drr", Queues: 16, Rate: mu, Burst: 1538, Buffer: 16 << 20, Mechanisms: mechs(&bfc.Config{})},
 	}}}, 16384)
+	// The two flows need queues of their own at C's port r (sharing one, N_active
+	// is 1 and Th twice as large): entries of their own in its flow table.
+	fixKey(t, inst(c), 2, udp(1), udp(2))
 	f.Connect(a, 1, c, 0)
 	f.Connect(b, 1, c, 1)
 	c.Links[2].Inject(pkttest.ARP(pkttest.MAC(3), ip3, ip1))
@@ -184,5 +187,8 @@ func twoFlows(t *testing.T, delayB int64, utilMin, utilMax float64) {
 	}
 	if st.OverThreshold == 0 {
 		t.Error("nothing went above Th")
+	}
+	if st.Collisions != 0 {
+		t.Errorf("%d flow-table collisions at C's port r: the two flows shared a queue", st.Collisions)
 	}
 }

@@ -29,6 +29,31 @@ func hashOf(t *testing.T, f []byte) uint32 {
 	return p.Hash
 }
 
+// testKey is the key fixKey gives a port.
+var testKey = [2]uint64{1, 2}
+
+// fixKey gives port i of b a fixed key in place of the random one New drew,
+// and fails the test unless under it the flows of frames index distinct
+// entries of the port's flow table. A test that needs each of its flows on
+// a queue of its own assumes that: under a random key two of n flows share
+// one of the table's entries (100 x queues) with probability about
+// n(n-1)/2 / entries (10 flows in 800 entries: one draw in 18), and then
+// rightly share a queue (section 3.3.1: a collision). A change that breaks
+// the assumption (the hash, the table's size, the test's flows) fails here,
+// every time and naming it, rather than now and then further on.
+func fixKey(t *testing.T, b *bfc.BFC, i int, frames ...[]byte) {
+	t.Helper()
+	b.SetKey(i, testKey)
+	seen := map[int]int{}
+	for n, f := range frames {
+		e := b.FlowEntry(i, hashOf(t, f))
+		if m, ok := seen[e]; ok {
+			t.Fatalf("under the test's key, flows %d and %d share entry %d of port %d's flow table: pick another key", m, n, e, i)
+		}
+		seen[e] = n
+	}
+}
+
 // TestFlowTableIsKeyed: a host that computes, by the unkeyed index, 16
 // flows of its own that land on a victim flow's entry no longer shares
 // the victim's entry (and so its queue): the flow table's index is keyed.
