@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/gswitch/gswitch/mech"
@@ -117,6 +118,61 @@ func TestLinkLocalAndControlFrames(t *testing.T) {
 	// Only the BTS from the fabric port reached host 3; nothing was flooded.
 	if l[2].SentCount != 1 || l[0].SentCount != 0 {
 		t.Errorf("host 3 got %d frames, host 1 got %d", l[2].SentCount, l[0].SentCount)
+	}
+	checkFrames(t, s)
+}
+
+// TestMACControlNeverForwarded: on a switch without PFC, MAC control
+// frames (EtherType 0x8808: 802.3x PAUSE, PFC) are never relayed, whatever
+// their destination: the PFC group, another bridge group, a learnt host's
+// unicast MAC, an unknown one, broadcast, tagged or not, from a host port
+// or a fabric port. Each is dropped as link_local and counted; the data
+// around them goes through.
+func TestMACControlNeverForwarded(t *testing.T) {
+	s, l, _ := testSwitch(t, 3, 1, 4096, func(c *Config) { c.Ports[1].Role = mech.RoleFabric })
+	l[2].Inject(udp(1, 3, 10)) // host 3 is learnt on port 2
+	settle(s)
+	for _, ml := range l {
+		ml.Record, ml.Sent, ml.SentCount = true, nil, 0
+	}
+	mac3 := pkttest.MAC(3)
+	control := func(dst [6]byte, vlan uint16, opcode uint16) []byte {
+		f := pkttest.Eth(dst, pkttest.MAC(1), wire.EtherTypeMACControl, vlan, 0)
+		f = binary.BigEndian.AppendUint16(f, opcode)
+		f = append(f, 0, 0x08, 0, 0, 0, 0, 0, 0, 0xff, 0xff) // priority 3 (PFC) or the whole link (PAUSE)
+		return append(f, make([]byte, 60-len(f))...)
+	}
+	dsts := [][6]byte{wire.PFCDst, {0x01, 0x80, 0xc2, 0, 0, 0x02}, mac3, pkttest.MAC(9),
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {0x01, 0x00, 0x5e, 0, 0, 1}}
+	n := 0
+	for _, in := range []int{0, 1} {
+		for _, dst := range dsts {
+			for _, vlan := range []uint16{0, 10} {
+				for _, op := range []uint16{wire.OpcodePause, wire.OpcodePFC} {
+					l[in].Inject(control(dst, vlan, op))
+					n++
+				}
+			}
+		}
+		l[in].Inject(udp(3, 1, 10)) // data to host 3 still goes
+	}
+	settle(s)
+	for i, ml := range l {
+		for _, f := range ml.Sent {
+			if binary.BigEndian.Uint16(f[12:]) == wire.EtherTypeMACControl || binary.BigEndian.Uint16(f[16:]) == wire.EtherTypeMACControl {
+				t.Fatalf("port %d was sent a MAC control frame: % x", i, f)
+			}
+		}
+	}
+	if l[2].SentCount != 2 || l[0].SentCount+l[1].SentCount != 0 {
+		t.Fatalf("host 3 got %d frames (want the 2 data frames), ports 0 and 1 %d", l[2].SentCount, l[0].SentCount+l[1].SentCount)
+	}
+	host, fabric := s.Counters(0), s.Counters(1)
+	if got := host.Drops[pkt.ReasonLinkLocal] + fabric.Drops[pkt.ReasonLinkLocal]; got != uint64(n) || host.Drops[pkt.ReasonLinkLocal] != uint64(n/2) {
+		t.Fatalf("link_local drops: host port %d, fabric port %d, want %d each", host.Drops[pkt.ReasonLinkLocal], fabric.Drops[pkt.ReasonLinkLocal], n/2)
+	}
+	if host.ControlRx[wire.TypePFC]+fabric.ControlRx[wire.TypePFC] != 0 {
+		t.Fatal("PFC frames counted as received on a switch without PFC")
 	}
 	checkFrames(t, s)
 }
@@ -350,8 +406,9 @@ func TestMACFloodAndFlapping(t *testing.T) {
 }
 
 // TestOtherPathsDoNotAllocate: the control stage (forged, unclaimed and
-// routed control messages, bridge-protocol frames), flooding, L3 routing
-// with ARP, and emission allocate nothing per frame either.
+// routed control messages, bridge-protocol and MAC control frames),
+// flooding, L3 routing with ARP, and emission allocate nothing per frame
+// either.
 func TestOtherPathsDoNotAllocate(t *testing.T) {
 	s, l, _ := testSwitch(t, 3, 1, 8192, func(c *Config) { c.Ports[1].Role = mech.RoleFabric })
 	l[2].Inject(udp(1, 3, 10))
@@ -361,12 +418,14 @@ func TestOtherPathsDoNotAllocate(t *testing.T) {
 	bts := btsFrame(3, 1, wire.BTSPort)
 	stp := append(pkttest.Eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0}, pkttest.MAC(1), 0x0027, 0, 0), make([]byte, 46)...)
 	bcast := pkttest.ARP(pkttest.MAC(1), ip1, ip2)
+	pause := append(pkttest.Eth(pkttest.MAC(3), pkttest.MAC(1), wire.EtherTypeMACControl, 0, 0), make([]byte, 46)...)
 	em := s.Emitter(0)
 	if a := testing.AllocsPerRun(200, func() {
 		for _, in := range []int{0, 1} {
 			l[in].Inject(gc)
 			l[in].Inject(bts)
 			l[in].Inject(stp)
+			l[in].Inject(pause)
 		}
 		l[0].Inject(bcast)
 		settle(s)

@@ -71,6 +71,9 @@ func (w *worker) ingress(in int, n int, now int64) {
 	w.dispatch(in, b)
 }
 
+// pfcDst is the PFC group address (01:80:C2:00:00:01) as pkt.DstMAC reads it.
+var pfcDst = pkt.DstMAC(wire.PFCDst[:])
+
 // Scope of gswitch control message types (package wire): link-local types
 // are never forwarded.
 func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLocal }
@@ -79,10 +82,16 @@ func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLo
 // mechanism of this switch to its Control hook.
 //
 //   - Frames to the bridge-protocol groups 01:80:C2:00:00:0x that are not
-//     ours (STP, LLDP, 802.1X) are never forwarded. MAC control frames
-//     (EtherType 0x8808: PFC) go to the mechanism that claims wire.TypePFC
-//     if the switch runs one, from host ports too (hosts' NICs send PFC);
-//     otherwise they are dropped with the rest.
+//     ours (STP, LLDP, 802.1X) are never forwarded.
+//   - MAC control frames (EtherType 0x8808: 802.3x PAUSE, PFC) are never
+//     forwarded, whatever their destination: the MAC Control sublayer of
+//     the port consumes them, so a bridge never relays one (else a host
+//     could pause another host's NIC by its unicast MAC, or every NIC
+//     behind the switch by broadcast). Those to the PFC group
+//     (01:80:C2:00:00:01) go to the mechanism that claims wire.TypePFC if
+//     the switch runs one, from host ports too (hosts' NICs send PFC); it
+//     drops what its port does not run, as link_local. The rest are
+//     dropped as link_local here, on any switch.
 //   - Frames carrying the BFC upstream-queue tag are forged on host ports:
 //     only a switch's BFC port may claim an upstream queue.
 //   - Link-local messages of ours (EtherType 0x88B6) are never forwarded: on
@@ -105,7 +114,8 @@ func (w *worker) control(in int, b *mech.Batch) {
 	host := s.ports[in].Role == mech.RoleHost
 	for i := range b.Pkts {
 		p := &b.Pkts[i]
-		if p.Flags&(pkt.FlagControl|pkt.FlagLinkLocal|pkt.FlagUpQ) == 0 && p.EthType != pkt.EtherTypeGC {
+		if p.Flags&(pkt.FlagControl|pkt.FlagLinkLocal|pkt.FlagUpQ) == 0 && p.EthType != pkt.EtherTypeGC &&
+			p.EthType != wire.EtherTypeMACControl {
 			continue
 		}
 		if p.Flags&pkt.FlagUpQ != 0 && host {
@@ -129,11 +139,12 @@ func (w *worker) control(in int, b *mech.Batch) {
 			}
 			continue
 		}
-		if p.Flags&pkt.FlagLinkLocal != 0 {
-			if p.EthType == wire.EtherTypeMACControl && s.control[wire.TypePFC] != nil {
-				// MAC control (PFC) to the mechanism that claims it, from
-				// any port: hosts' NICs send PFC. It drops what its port
-				// does not run, as link_local.
+		if p.EthType == wire.EtherTypeMACControl {
+			// MAC control is the link's own: never forwarded, whatever the
+			// destination. PFC's, to its group, goes to the mechanism that
+			// claims it, from any port (hosts' NICs send PFC); it drops
+			// what its port does not run, as link_local.
+			if pkt.DstMAC(b.Frame(p)) == pfcDst && s.control[wire.TypePFC] != nil {
 				p.Ctl = uint8(wire.TypePFC)
 				c.controlRx[p.Ctl].Add(1)
 				w.controlHook(in, b, i)
@@ -142,6 +153,10 @@ func (w *worker) control(in int, b *mech.Batch) {
 				}
 				continue
 			}
+			p.DropWith(pkt.ReasonLinkLocal)
+			continue
+		}
+		if p.Flags&pkt.FlagLinkLocal != 0 {
 			p.DropWith(pkt.ReasonLinkLocal)
 			continue
 		}

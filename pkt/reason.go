@@ -23,7 +23,7 @@ const (
 	ReasonBadDesc              // the device returned a descriptor outside the UMEM
 	ReasonForged               // a control message or header of ours (only switches send them) arrived on a host port
 	ReasonUnclaimed            // a link-local control frame no mechanism of this switch handles
-	ReasonLinkLocal            // addressed to 01:80:C2:00:00:0x (bridge protocols): never forwarded
+	ReasonLinkLocal            // addressed to 01:80:C2:00:00:0x (bridge protocols), or MAC control (EtherType 0x8808, any destination): never forwarded
 	ReasonPortDown             // the egress port is down
 	ReasonLaneFull             // the control or credit lane of the egress port was full
 	ReasonNoHeadroom           // an egress stage could not grow the frame

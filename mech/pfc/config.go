@@ -166,6 +166,9 @@ func (c *Config) Validate(p mech.PortInfo) error {
 	if p.RateBits == 0 {
 		return nil // a tool checking the defaults: nothing to derive from
 	}
+	if err := c.checkPause(p.RateBits, p.DelayNs); err != nil {
+		return err
+	}
 	t := c.thresholds(p.RateBits, p.DelayNs)
 	if c.XON != 0 && t.xon > t.xoff {
 		return fmt.Errorf("xon: %s is above xoff (%s): the upstream is resumed once the bytes held fall back to xon, below xoff (lower xon, or raise xoff)", c.XON, units.Size(t.xoff))
@@ -175,6 +178,43 @@ func (c *Config) Validate(p mech.PortInfo) error {
 			units.Size(t.xoff), units.Size(t.headroom), units.Size(p.BufferBytes))
 	}
 	return nil
+}
+
+// pauseMargin is how many times the lag of a refresh a pause must last:
+// the port refreshes at half the pause time, so the refresh has twice the
+// time it needs to act, room for a late pass or a retry.
+const pauseMargin = 4
+
+// refreshLag is how long after a port decides to send a PFC frame it acts
+// at the neighbour over a link of one-way delay delayNs at rateBits: the
+// frame on the wire before it (MTU), the link's delay, and the response of
+// the two switches (ns).
+func (c *Config) refreshLag(rateBits uint64, delayNs int64) int64 {
+	return int64(c.Response) + max(delayNs, 0) + int64(math.Ceil(MTU*8*1e9/float64(rateBits)))
+}
+
+// checkPause refuses a pause_quanta whose pause, at rateBits over a link
+// of one-way delay delayNs, lasts less than pauseMargin x refreshLag: the
+// port refreshes a pause at half its time, and a refresh that acts after
+// the pause ran out lets the neighbour send between them.
+func (c *Config) checkPause(rateBits uint64, delayNs int64) error {
+	if rateBits == 0 {
+		return nil
+	}
+	lag := c.refreshLag(rateBits, delayNs)
+	if wire.PauseNs(uint16(c.PauseQuanta), rateBits) >= pauseMargin*lag {
+		return nil
+	}
+	// The fewest quanta that last pauseMargin x lag at the rate.
+	need := math.Ceil(float64(pauseMargin*lag) * float64(rateBits) / (wire.QuantumBits * 1e9))
+	fix := fmt.Sprintf("raise pause_quanta to at least %.0f", need)
+	if need > wire.MaxQuanta {
+		fix = "no pause_quanta lasts long enough at this rate: lower response or the link's delay, or the port's rate"
+	}
+	return fmt.Errorf("pause_quanta: %d quanta last %s at the port's rate (%s), less than %d x the %s a refresh takes to act (response %s + link delay %s + one %d-byte frame): the pause would run out before its refresh, sent at half the pause, stops the neighbour again (%s)",
+		c.PauseQuanta, units.FormatDuration(time.Duration(wire.PauseNs(uint16(c.PauseQuanta), rateBits))), units.FormatRate(rateBits),
+		pauseMargin, units.FormatDuration(time.Duration(lag)), units.FormatDuration(c.Response.D()),
+		units.FormatDuration(time.Duration(max(delayNs, 0))), MTU, fix)
 }
 
 // thresholds are a port's XOFF, XON and headroom in bytes.
@@ -192,8 +232,10 @@ type thresholds struct{ xoff, xon, headroom uint64 }
 // while the two switches respond (response x rate). XOFF defaults to the
 // headroom: then XON (2 MTU lower) holds about one round trip of the link,
 // so the egress keeps sending while a resume travels up and the upstream's
-// data comes back, and one priority of one upstream holds at most
-// 2 x headroom.
+// data comes back. Admission caps one priority of one upstream at
+// xoff + headroom (2 x headroom by default): an upstream that honours its
+// pauses stays under it, and what one that ignores them sends past it is
+// dropped (pfc_headroom).
 func (c *Config) thresholds(rateBits uint64, delayNs int64) thresholds {
 	var t thresholds
 	bytesPerNs := float64(rateBits) / 8e9

@@ -60,7 +60,10 @@
 // once (on another worker, at that worker's next pass). 802.3x PAUSE
 // (opcode 0x0001) and PFC frames on ports where PFC does not run are
 // dropped as link_local, as on a switch without PFC, and counted; frames
-// that do not parse are dropped as malformed.
+// that do not parse are dropped as malformed. MAC control frames to any
+// destination but PFC's group (01:80:C2:00:00:01) never reach PFC: the
+// switch drops them as link_local, with or without PFC (a bridge never
+// relays MAC control, so no host can pause another's NIC through it).
 //
 // Times. The rate is the port's rate on this machine, and the delay of
 // its link, already scaled by the timescale K: quanta are bit times at the
@@ -82,11 +85,26 @@
 // K). MTU is 1514 bytes: set headroom where jumbo frames run. xoff
 // defaults to the headroom and xon to xoff - 2 x MTU: then xon holds about
 // a round trip of the link, so an egress port keeps sending while a
-// resume goes up and the upstream's data comes back, and one priority of
-// one upstream holds at most 2 x headroom. A port whose buffer cannot hold
-// xoff + headroom is refused. These are static thresholds: the paper's
-// baseline (after HPCC's) pauses when an input holds 11% of the free
-// buffer; set xoff to size it so.
+// resume goes up and the upstream's data comes back. A port whose buffer
+// cannot hold xoff + headroom is refused. These are static thresholds:
+// the paper's baseline (after HPCC's) pauses when an input holds 11% of
+// the free buffer; set xoff to size it so.
+//
+// One lossless priority of one ingress port holds at most xoff + headroom
+// (2 x headroom by default) in the switch: a packet that would take its
+// count past that is dropped at admission (pfc_headroom, counted in
+// headroom_drops_total for the ingress port and priority), as switches do
+// when a priority's headroom is exhausted. An upstream that honours its
+// pauses never meets the cap; one that ignores them (a broken or hostile
+// NIC) is held to it instead of filling the shared buffer.
+//
+// pause_quanta must last, at the port's rate, at least 4 x the time a
+// frame this port sends takes to act at the neighbour (response + the
+// link's delay + one MTU at the rate): the port refreshes a pause at half
+// its time, and a shorter pause would run out before its refresh arrives,
+// letting the upstream send between them. A config (or a change of the
+// port's rate) that breaks this is refused, naming the least pause_quanta
+// that does.
 //
 // # Watchdog
 //
@@ -100,6 +118,20 @@
 // watchdog_restore (default 200 ms) its pauses are honoured again. 200 ms
 // and 200 ms are SONiC's pfcwd defaults; Junos also detects after 200 ms
 // (two 100 ms polls) and restores after 200 ms. watchdog: 0 turns it off.
+//
+// A break is a time of watchdog/4 (50 ms by default) or more with no pause
+// in force: a shorter one (a zero time, or a pause that ran out, then a
+// new pause) does not end the priority's run of pauses, which the watchdog
+// times from its first pause. Else a neighbour that sent a zero time and
+// paused again just before each trip would hold the queue paused for good;
+// now it must leave the priority resumed for watchdog/4 after each pause
+// of under watchdog. The price: a priority a congested neighbour pauses
+// and resumes over and over (XOFF, XON, XOFF) with breaks under
+// watchdog/4, for watchdog in all while its queue holds packets, trips as
+// a priority paused without a break would. The run is the port's egress
+// worker's own: it begins when that worker first sees a pause in force
+// after none, so no other worker's stores can pair a new pause with an
+// old start.
 //
 // # Deadlock and congestion spreading
 //
@@ -128,7 +160,7 @@
 //	xoff: 0                 # bytes; 0 = headroom
 //	xon: 0                  # bytes; 0 = xoff - 2 x 1514
 //	headroom: 0             # bytes; 0 = 2 x delay x rate + 2 x 1514 + response x rate
-//	pause_quanta: 65535     # the pause time sent, in 512-bit-time quanta
+//	pause_quanta: 65535     # the pause time sent, in 512-bit-time quanta (at least 4 x (response + delay + MTU) at the rate)
 //	response: 25us          # wall clock, for the default headroom
 //	watchdog: 200ms         # 0 = off
 //	watchdog_restore: 200ms
@@ -140,7 +172,7 @@
 // other_opcode_received,not_enabled_received,held_underflows}_total{port},
 // gswitch_pfc_{pauses_sent,refreshes_sent,resumes_sent,pauses_received,
 // resumes_received,ignored_received,watchdog_trips,watchdog_restores,
-// watchdog_drops}_total{port,priority},
+// watchdog_drops,headroom_drops}_total{port,priority},
 // gswitch_pfc_paused_seconds_total{port,priority} (time the neighbour had
 // the priority paused), gauges gswitch_pfc_held_bytes{port,priority} (the
 // ingress count), gswitch_pfc_upstream_paused{port,priority},
@@ -152,7 +184,11 @@
 // # Goroutines
 //
 // The counts (per ingress port and priority) and the received pauses are
-// atomics any worker touches; what a port last sent and when it refreshes
-// belong to its egress worker, which also runs its timers. Nothing on the
-// packet path allocates or locks (TestHotPathDoesNotAllocate).
+// atomics any worker touches; the counts, which every egress worker
+// writes per packet, sit on cache lines of their own. What a port last
+// sent, when it refreshes and the watchdog's runs of pauses belong to its
+// egress worker, which also runs its timers. A pause stores its start
+// before it publishes its end, and readers load the end first, so the
+// paused time never pairs one pause's end with another's start. Nothing
+// on the packet path allocates or locks (TestHotPathDoesNotAllocate).
 package pfc

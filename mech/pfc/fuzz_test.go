@@ -5,15 +5,17 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/mech/pfc"
+	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/units"
 	"github.com/gswitch/gswitch/wire"
 )
 
 // TestHotPathDoesNotAllocate: priorities and queues, counting, pauses,
-// refreshes and resumes out, pauses and resumes in, the watchdog's drops:
-// nothing allocates.
+// refreshes and resumes out, pauses and resumes in, the watchdog's and
+// the headroom's drops: nothing allocates.
 func TestHotPathDoesNotAllocate(t *testing.T) {
-	up := defaults(func(c *pfc.Config) { c.XOFF, c.XON, c.PauseQuanta = 3*frameLen, frameLen, 100 })
+	up := defaults(func(c *pfc.Config) { c.XOFF, c.XON, c.PauseQuanta = 3*frameLen, frameLen, 200 })
 	out := defaults(func(c *pfc.Config) { c.Watchdog, c.WatchdogRestore = units.Duration(1e6), units.Duration(1e6) })
 	h := newSwitch(t, up, defaults(nil), out)
 	b := inst(h)
@@ -36,7 +38,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 	}
 	s, o := b.Stats(pUp), b.Stats(pOut)
 	if s.PausesSent[3] == 0 || s.ResumesSent[3] == 0 || s.RefreshesSent[3] == 0 || o.PausesRx[3] == 0 || o.ResumesRx[5] == 0 ||
-		o.Trips[3] == 0 || o.WatchdogDrops[3] == 0 {
+		o.Trips[3] == 0 || o.WatchdogDrops[3] == 0 || s.HeadroomDrops[3] == 0 {
 		t.Fatalf("the run did not exercise the paths: %+v %+v", s, o)
 	}
 	h.CheckFrames(t)
@@ -57,21 +59,33 @@ func frameOf(rec []byte) []byte {
 }
 
 // FuzzControl feeds arbitrary bytes after the MAC control EtherType to a
-// PFC port: nothing panics, only queues of priorities the bytes could
-// name are paused, every pause runs out, every frame comes back.
+// PFC port, to PFC's group or to another destination (another bridge
+// group, host 3's unicast MAC, an unknown one, broadcast, a multicast
+// group): nothing panics, only queues of priorities the bytes could name
+// are paused, and only by a frame to PFC's group; no MAC control frame is
+// forwarded (those to another destination are dropped as link_local);
+// every pause runs out, every frame comes back.
 func FuzzControl(f *testing.F) {
-	f.Add(pfcFrame(1<<3, map[int]uint16{3: 1000})[14:])
-	f.Add(pfcFrame(0xff, map[int]uint16{0: 0xffff, 7: 1})[14:])
-	f.Add([]byte{0x01, 0x01})
-	f.Add([]byte{0x00, 0x01, 0xff, 0xff})
+	dsts := [][6]byte{wire.PFCDst, {0x01, 0x80, 0xc2, 0, 0, 0x02}, pkttest.MAC(3), pkttest.MAC(9),
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {0x01, 0x00, 0x5e, 0, 0, 1}}
+	for d := range dsts {
+		f.Add(uint8(d), pfcFrame(1<<3, map[int]uint16{3: 1000})[14:])
+	}
+	f.Add(uint8(0), pfcFrame(0xff, map[int]uint16{0: 0xffff, 7: 1})[14:])
+	f.Add(uint8(2), pfcFrame(0xff, map[int]uint16{0: 0xffff, 7: 1})[14:])
+	f.Add(uint8(0), []byte{0x01, 0x01})
+	f.Add(uint8(0), []byte{0x00, 0x01, 0xff, 0xff})
+	f.Add(uint8(4), []byte{0x00, 0x01, 0xff, 0xff})
 	h := newSwitch(f, defaults(func(c *pfc.Config) { c.Watchdog = 0 }), defaults(nil), defaults(nil))
 	h.Links[pUp].Record = false
-	f.Fuzz(func(t *testing.T, body []byte) {
+	f.Fuzz(func(t *testing.T, d uint8, body []byte) {
+		dst := dsts[int(d)%len(dsts)]
 		frame := make([]byte, 14+min(len(body), 1500))
-		copy(frame, wire.PFCDst[:])
+		copy(frame, dst[:])
 		copy(frame[6:], neighbour[:])
 		binary.BigEndian.PutUint16(frame[12:], wire.EtherTypeMACControl)
 		copy(frame[14:], body)
+		linkLocal := h.SW.Counters(pUp).Drops[pkt.ReasonLinkLocal]
 		h.Links[pUp].Inject(frame)
 		h.Settle()
 		if m, err := wire.ParsePFCFrame(frame); err == nil {
@@ -81,6 +95,17 @@ func FuzzControl(f *testing.F) {
 			}
 		} else if pausedQueues(h, pUp) != 0 {
 			t.Fatalf("paused %08b after a frame that does not parse (%v)", pausedQueues(h, pUp), err)
+		}
+		if dst != wire.PFCDst && h.SW.Counters(pUp).Drops[pkt.ReasonLinkLocal] != linkLocal+1 {
+			t.Fatalf("a MAC control frame to %x was not dropped as link_local", dst)
+		}
+		for i, l := range h.Links {
+			for _, f := range l.Sent {
+				if binary.BigEndian.Uint16(f[12:]) == wire.EtherTypeMACControl && [6]byte(f[6:12]) == neighbour {
+					t.Fatalf("port %d was sent the neighbour's MAC control frame % x", i, f)
+				}
+			}
+			l.Sent = nil
 		}
 		h.Advance(400e6, 50e6) // 65535 quanta at 100 Mbit/s: 335.5 ms
 		if p := pausedQueues(h, pUp); p != 0 {
@@ -93,9 +118,10 @@ func FuzzControl(f *testing.F) {
 // FuzzFrameSequence plays sequences of PFC frames over the whole range of
 // vectors and times, with time advancing between them by up to 255 x
 // 64 us, on a port with a short watchdog: nothing panics; a queue is
-// paused only if a frame paused its priority, no longer than its time
-// (never past MaxPause), unless a later frame did; every pause runs out;
-// the counts balance; every frame comes back.
+// paused while a pause of its priority is in force, and only then: from
+// the frame for its time (never past MaxPause), unless a later frame
+// replaced it; every pause runs out; the counts balance; every frame
+// comes back.
 func FuzzFrameSequence(f *testing.F) {
 	rec := func(gap uint8, enable uint8, times ...uint16) []byte {
 		b := []byte{gap, enable}
@@ -120,10 +146,26 @@ func FuzzFrameSequence(f *testing.F) {
 	const recLen = 18
 	f.Fuzz(func(t *testing.T, seq []byte) {
 		var until [8]int64 // when each priority's last honoured pause ends
+		// check compares the queues paused at now with the pauses: each
+		// is paused exactly while its priority's pause is in force (up
+		// holds no packets, so the watchdog never trips).
+		check := func(when string) {
+			t.Helper()
+			now, got, storm := h.Clock.T, pausedQueues(h, pUp), b.Stats(pUp).Storm
+			for p := 0; p < 8; p++ {
+				switch {
+				case got&(1<<p) != 0 && until[p] <= now:
+					t.Fatalf("%s: queue %d paused at %d, its pause ended at %d", when, p, now, until[p])
+				case got&(1<<p) == 0 && until[p] > now && storm&(1<<p) == 0:
+					t.Fatalf("%s: queue %d not paused at %d, its pause ends at %d", when, p, now, until[p])
+				}
+			}
+		}
 		for len(seq) >= recLen {
 			r := seq[:recLen]
 			seq = seq[recLen:]
 			h.Advance(int64(r[0])*64e3+1, 1e6)
+			check("before a frame")
 			storm := b.Stats(pUp).Storm
 			fr := frameOf(r[1:])
 			h.Links[pUp].Inject(fr)
@@ -139,12 +181,7 @@ func FuzzFrameSequence(f *testing.F) {
 					until[p] = now + min(wire.PauseNs(m.Time[p], rate), int64(pfc.MaxPause))
 				}
 			}
-			got := pausedQueues(h, pUp)
-			for p := 0; p < 8; p++ {
-				if got&(1<<p) != 0 && until[p] <= now {
-					t.Fatalf("queue %d paused at %d, its pause ended at %d", p, now, until[p])
-				}
-			}
+			check("after a frame")
 		}
 		h.Advance(int64(pfc.MaxPause)+int64(100e6), int64(pfc.MaxPause)/4)
 		if p := pausedQueues(h, pUp); p != 0 {

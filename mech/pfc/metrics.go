@@ -18,6 +18,7 @@ var (
 	dResumesSent = desc("resumes_sent_total", "Zero-time pauses (resumes) of the priority the port sent (XON reached).", "port", "priority")
 	dUpPaused    = desc("upstream_paused", "1 while the port has its neighbour's priority paused.", "port", "priority")
 	dHeld        = desc("held_bytes", "Bytes of the priority that came in on the port and are held in any egress queue of the switch (compared with XOFF and XON).", "port", "priority")
+	dHrDrops     = desc("headroom_drops_total", "Packets of the priority that came in on the port dropped because the bytes held of it would pass xoff + headroom: the upstream sent on past its pause (reason pfc_headroom).", "port", "priority")
 	dUnderflow   = desc("held_underflows_total", "Subtractions from a held count without their addition (a bug if ever non-zero).", "port")
 	dFramesRx    = desc("frames_received_total", "PFC frames received on the port.", "port")
 	dPausesRx    = desc("pauses_received_total", "Non-zero pause times for the priority received on the port.", "port", "priority")
@@ -37,7 +38,7 @@ var (
 	dHeadroom    = desc("headroom_bytes", "The port's headroom: what may still arrive after XOFF is crossed.", "port")
 )
 
-var allDescs = []*prometheus.Desc{dFramesSent, dEmitFailed, dPausesSent, dRefreshSent, dResumesSent, dUpPaused, dHeld, dUnderflow,
+var allDescs = []*prometheus.Desc{dFramesSent, dEmitFailed, dPausesSent, dRefreshSent, dResumesSent, dUpPaused, dHeld, dHrDrops, dUnderflow,
 	dFramesRx, dPausesRx, dResumesRx, dIgnoredRx, dMalformed, dOtherOp, dNotEnabled, dPaused, dPausedSecs, dTrips, dRestores,
 	dStorm, dWdDrops, dXOFF, dXON, dHeadroom}
 
@@ -82,6 +83,7 @@ func (b *PFC) Collect(ch chan<- prometheus.Metric) {
 			c(dResumesSent, tx.xon.Load(), n, l)
 			g(dUpPaused, bit(sent, pr), n, l)
 			g(dHeld, float64(s.held[pr].Load()), n, l)
+			c(dHrDrops, s.hrDrops[pr].Load(), n, l)
 			c(dPausesRx, rx.pausesRx.Load(), n, l)
 			c(dResumesRx, rx.resumesRx.Load(), n, l)
 			c(dIgnoredRx, rx.ignoredRx.Load(), n, l)
@@ -118,6 +120,7 @@ type Stats struct {
 	RefreshesSent           [nprio]uint64
 	UpstreamPaused          uint8 // bit p: the neighbour was last told to pause priority p
 	Held                    [nprio]int64
+	HeadroomDrops           [nprio]uint64 // packets that came in here dropped past xoff + headroom
 	FramesRx, Malformed     uint64
 	OtherOpcodeRx           uint64
 	PausesRx, ResumesRx     [nprio]uint64
@@ -145,7 +148,7 @@ func (b *PFC) Stats(i int) Stats {
 	for pr := 0; pr < nprio; pr++ {
 		tx, rx := &s.tx[pr], &s.rx[pr]
 		st.PausesSent[pr], st.ResumesSent[pr], st.RefreshesSent[pr] = tx.xoff.Load(), tx.xon.Load(), tx.refresh.Load()
-		st.Held[pr] = s.held[pr].Load()
+		st.Held[pr], st.HeadroomDrops[pr] = s.held[pr].Load(), s.hrDrops[pr].Load()
 		st.PausesRx[pr], st.ResumesRx[pr], st.IgnoredRx[pr] = rx.pausesRx.Load(), rx.resumesRx.Load(), rx.ignoredRx.Load()
 		p, ns := rx.pausedFor(now)
 		if p != 0 {

@@ -23,6 +23,10 @@ var (
 	// ReasonWatchdog drops the packets of a priority the watchdog stopped
 	// honouring pauses for, with watchdog_action: drop.
 	ReasonWatchdog = pkt.RegisterReason("pfc_watchdog")
+	// ReasonHeadroom drops the packets of a lossless priority that would
+	// take the bytes its ingress port holds of it past xoff + headroom:
+	// the upstream went on sending past the pause (it ignores pauses).
+	ReasonHeadroom = pkt.RegisterReason("pfc_headroom")
 )
 
 func init() {
@@ -48,6 +52,9 @@ const (
 	// minRefresh bounds how often a port refreshes its pauses, whatever
 	// pause_quanta and the rate make half a pause.
 	minRefresh = int64(time.Microsecond)
+	// cacheLine pads the counts every egress worker writes away from the
+	// fields around them.
+	cacheLine = 64
 )
 
 // rxPrio is what a port's neighbour said of one priority: written by the
@@ -55,7 +62,7 @@ const (
 // by any goroutine.
 type rxPrio struct {
 	until  atomic.Int64 // when the pause in force ends (switch clock); 0: not paused
-	since  atomic.Int64 // when the pause in force began, without a break
+	since  atomic.Int64 // when the pause in force began (for the paused time; the watchdog keeps its own runs)
 	lastRx atomic.Int64 // the last pause (time > 0) received, honoured or not
 	// Counters.
 	pausedNs, pausesRx, resumesRx, ignoredRx, trips, restores, wdDrops atomic.Uint64
@@ -64,6 +71,14 @@ type rxPrio struct {
 // txPrio counts what a port sent its neighbour about one priority (the
 // port's egress worker writes, any goroutine reads).
 type txPrio struct{ xoff, refresh, xon atomic.Uint64 }
+
+// run is the watchdog's view of one priority's pauses from the neighbour:
+// its egress worker's own (reconcile), so that no other goroutine's
+// stores can pair a pause with the start of another.
+type run struct {
+	start int64 // when the priority's run of pauses began (switch clock); 0: none
+	brk   int64 // when the break in the run that is going on began; 0: none
+}
 
 // port is PFC's state on one port where it is enabled. Settings are fixed
 // at New unless marked.
@@ -87,6 +102,7 @@ type port struct {
 
 	quanta     uint16
 	wdog       int64 // 0: watchdog off
+	grace      int64 // a break in a run of pauses shorter than this does not end it (wdog / 4)
 	restore    int64
 	dropAction bool
 
@@ -95,14 +111,22 @@ type port struct {
 
 	// Ingress accounting: bytes of the packets that came in on this port,
 	// by priority, held in any egress queue of the switch (any egress
-	// worker adds and subtracts).
-	held [nprio]atomic.Int64
+	// worker adds and subtracts), and the packets dropped past xoff +
+	// headroom. Every egress worker writes them per packet: the padding
+	// keeps them off the lines of the settings read per packet (xoff,
+	// xon, rate) and of the egress worker's own state (sent, nextRefresh),
+	// which would otherwise bounce between the workers' caches with them.
+	_       [cacheLine]byte
+	held    [nprio]atomic.Int64
+	hrDrops [nprio]atomic.Uint64
+	_       [cacheLine]byte
 
 	// Sending side (egress worker).
 	sent        uint8 // priorities the neighbour was last told to pause
 	pubSent     atomic.Uint32
 	nextRefresh int64
 	tx          [nprio]txPrio
+	wd          [nprio]run // the watchdog's runs of received pauses (egress worker)
 	framesSent  atomic.Uint64
 	emitFailed  atomic.Uint64
 	underflow   atomic.Uint64
@@ -149,7 +173,7 @@ func New(sw mech.Switch, ports []mech.Port) (mech.Instance, error) {
 		}
 		s := &port{idx: i, name: mp.Name, worker: sw.EgressWorker(i), sch: sw.Scheduler(i), view: mp.View, cfg: *c, delay: mp.DelayNs,
 			fromPCP: c.PriorityFrom == FromPCP, quanta: uint16(c.PauseQuanta), wdog: int64(c.Watchdog),
-			restore: int64(c.WatchdogRestore), dropAction: c.WatchdogAction == ActionDrop}
+			grace: int64(c.Watchdog) / 4, restore: int64(c.WatchdogRestore), dropAction: c.WatchdogAction == ActionDrop}
 		copy(s.mac[:], mp.MAC)
 		for d := range s.dscpPrio {
 			s.dscpPrio[d] = uint8(d >> 3)
@@ -212,7 +236,8 @@ func (b *PFC) classify(e *port, p *pkt.Packet) (int, *port) {
 
 // Admit sets the packet's egress queue from its priority, drops it if the
 // watchdog drops that priority here, and marks it for its ingress port's
-// count if the priority is lossless there (egress worker).
+// count if the priority is lossless there; it drops it instead if that
+// count would pass the ingress port's xoff + headroom (egress worker).
 func (b *PFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 	s := b.ports[v.Index()]
 	if p.Lane != pkt.LaneData {
@@ -227,6 +252,15 @@ func (b *PFC) Admit(v *mech.PortView, p *pkt.Packet, now int64) {
 		return
 	}
 	if in != nil && in.lossless&(1<<uint(pr)) != 0 {
+		// The priority's headroom is spent: its upstream went on sending
+		// after the pause should have stopped it (it ignores pauses). As a
+		// switch does when a priority's headroom is exhausted, drop, so one
+		// upstream's priority cannot take the shared buffer.
+		if in.held[pr].Load()+int64(p.Len) > int64(in.xoff.Load()+in.headroom.Load()) {
+			in.hrDrops[pr].Add(1)
+			p.DropWith(ReasonHeadroom)
+			return
+		}
 		p.Meta |= metaCounted
 	}
 }
@@ -413,7 +447,8 @@ func (b *PFC) Tick(w int, now int64) int64 {
 
 // RateChanged follows a change of a port's rate: the length of a quantum,
 // and the thresholds derived from the rate. A port without a rate has no
-// quantum: refused.
+// quantum, and at a rate where pause_quanta is too short a pause would
+// lapse between refreshes: both refused.
 func (b *PFC) RateChanged(i int, rateBits uint64) error {
 	if i < 0 || i >= len(b.ports) || b.ports[i] == nil {
 		return nil
@@ -422,6 +457,9 @@ func (b *PFC) RateChanged(i int, rateBits uint64) error {
 		return fmt.Errorf("pfc's pause times are quanta of 512 bit times at the port's rate, and an unlimited port has none: keep a rate")
 	}
 	s := b.ports[i]
+	if err := s.cfg.checkPause(rateBits, s.delay); err != nil {
+		return err
+	}
 	s.setRate(rateBits)
 	return nil
 }

@@ -311,6 +311,9 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *pfc.Config) { c.Priorities = []int{3, 8} }, nil, []string{"priorities:", "8 is not a priority"}},
 		{func(c *pfc.Config) { c.PauseQuanta = 0 }, nil, []string{"pause_quanta:", "0", "1..65535"}},
 		{func(c *pfc.Config) { c.PauseQuanta = 65536 }, nil, []string{"pause_quanta:", "65536"}},
+		// 100 quanta at 1 Gbit/s: 51.2 us, under 4 x (25 us + 1 us + 12.1 us).
+		{func(c *pfc.Config) { c.PauseQuanta = 100 }, nil, []string{"pause_quanta:", "100 quanta last 51.2 us", "1 Gbit/s", "4 x the 38.1 us", "raise pause_quanta to at least 298"}},
+		{nil, func(p *mech.PortInfo) { p.RateBits = 1e12 }, []string{"pause_quanta:", "65535 quanta", "1 Tbit/s", "no pause_quanta lasts long enough", "lower response"}},
 		{func(c *pfc.Config) { c.XOFF = 100 << 20 }, nil, []string{"xoff:", "100MiB", "64MiB"}},
 		{func(c *pfc.Config) { c.XOFF, c.XON = 10000, 20000 }, nil, []string{"xon:", "20KB", "above xoff", "10KB", "lower xon"}},
 		{func(c *pfc.Config) { c.XON = 1 << 20 }, nil, []string{"xon:", "above xoff"}},
@@ -383,6 +386,14 @@ func TestDefaultThresholds(t *testing.T) {
 	if err := b.RateChanged(0, 0); err == nil {
 		t.Fatal("an unlimited rate was accepted")
 	}
+	// At 1 Tbit/s 65535 quanta are 33.6 us: a pause would lapse before its
+	// refresh acts.
+	if err := b.RateChanged(0, 1e12); err == nil || !bytes.Contains([]byte(err.Error()), []byte("pause_quanta:")) {
+		t.Fatalf("a rate too high for pause_quanta: %v", err)
+	}
+	if s := b.Stats(0); s.XOFF != want {
+		t.Fatalf("a refused rate changed xoff to %d", s.XOFF)
+	}
 	if v := b.View(0); v["xoff_bytes"] != want || v["priority_from"] != "dscp" {
 		t.Fatalf("view %v", v)
 	}
@@ -420,6 +431,48 @@ func TestCrossingOnAnotherWorker(t *testing.T) {
 	wantPFC(t, got[0], mac(h, pHost), 1<<3, nil)
 	if s := inst(h).Stats(pHost); s.Held != [8]int64{} || s.UpstreamPaused != 0 {
 		t.Fatalf("after: %+v", s)
+	}
+	h.CheckFrames(t)
+}
+
+// TestHeadroomCap: an upstream that ignores its pause goes on sending; a
+// lossless priority of one ingress port holds at most xoff + headroom in
+// the switch, and what would pass it is dropped (pfc_headroom) and
+// counted for that port and priority. A priority that is not lossless is
+// not capped (nor counted), and the priority's packets are taken again
+// once it drains.
+func TestHeadroomCap(t *testing.T) {
+	up := defaults(func(c *pfc.Config) {
+		c.XOFF, c.XON, c.Headroom, c.Priorities = 4*frameLen, 2*frameLen, 3*frameLen, []int{3}
+	})
+	h := newSwitch(t, up, defaults(nil), defaults(nil))
+	b := inst(h)
+	sch := h.SW.Scheduler(pOut)
+	sch.Pause(3) // out holds priority 3 (and 5: not lossless on up)
+	sch.Pause(5)
+	for i := 0; i < 20; i++ {
+		h.Links[pUp].Inject(data(dscp3, 1))
+		h.Links[pUp].Inject(data(dscp5, 2))
+	}
+	h.Settle()
+	s := b.Stats(pUp)
+	if s.Held[3] != 7*frameLen || s.HeadroomDrops[3] != 13 || s.HeadroomDrops[5] != 0 || s.UpstreamPaused != 1<<3 {
+		t.Fatalf("held %v, headroom drops %v, upstream paused %08b: want 7 frames held and 13 dropped of priority 3", s.Held, s.HeadroomDrops, s.UpstreamPaused)
+	}
+	if _, n := sch.Depth(5); n != 20 {
+		t.Fatalf("out's queue 5 holds %d packets, want all 20 (priority 5 is not lossless on up)", n)
+	}
+	if c := h.SW.Counters(pOut); c.Drops[pfc.ReasonHeadroom] != 13 {
+		t.Fatalf("pfc_headroom drops counted %d, want 13", c.Drops[pfc.ReasonHeadroom])
+	}
+	// Drained, the priority is taken again.
+	h.SW.ResumeQueue(pOut, 3)
+	h.SW.ResumeQueue(pOut, 5)
+	h.Advance(10e6, 100_000)
+	h.Links[pUp].Inject(data(dscp3, 1))
+	h.Advance(1e6, 100_000)
+	if s := b.Stats(pUp); s.HeadroomDrops[3] != 13 || s.Held != [8]int64{} || s.UpstreamPaused != 0 {
+		t.Fatalf("after draining: %+v", s)
 	}
 	h.CheckFrames(t)
 }

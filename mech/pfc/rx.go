@@ -69,8 +69,7 @@ func (b *PFC) apply(s *port, m *wire.PFC, now int64, w int) {
 		t := m.Time[pr]
 		if t == 0 {
 			st.resumesRx.Add(1)
-			if old := st.until.Swap(0); old != 0 {
-				st.account(old, now)
+			if st.stopAny(now) {
 				changed = true
 			}
 			continue
@@ -82,14 +81,32 @@ func (b *PFC) apply(s *port, m *wire.PFC, now int64, w int) {
 			continue
 		}
 		until := addSat(now, min(wire.PauseNs(t, rate), maxPauseNs))
-		old := st.until.Swap(until)
-		if old == 0 || old <= now {
-			if old != 0 {
-				st.account(old, now) // expired, not yet reconciled
+		// A pause that begins (none in force) stores its start before it
+		// publishes its end, and the readers of both (stop, pausedFor)
+		// load the end first: one that sees this pause's end sees its
+		// start, never the start of an earlier pause (which would count
+		// the break between them as paused). The watchdog does not read
+		// since: its runs of pauses are its egress worker's own
+		// (reconcile).
+		cur := st.until.Load()
+		fresh := cur == 0 || cur <= now
+		if fresh {
+			if cur != 0 {
+				st.stop(cur, now) // ran out, not yet reconciled: counted before since moves on
 			}
 			st.since.Store(now)
+		}
+		old := st.until.Swap(until)
+		switch {
+		case fresh:
 			changed = true
-		} else if until < old {
+		case old == 0 || old <= now:
+			// Ended (the watchdog, another worker's zero time) between
+			// the load and the swap: this pause begins now, its start
+			// stored late (a reader in between may count the break).
+			st.since.Store(now)
+			changed = true
+		case until < old:
 			changed = true // ends sooner than the tick asked for
 		}
 		s.applied.Or(s.prioQueues[pr])
@@ -106,11 +123,34 @@ func (b *PFC) apply(s *port, m *wire.PFC, now int64, w int) {
 	b.sw.TickSoon(s.worker, b) // the next expiry
 }
 
-// account adds a pause that ended (at until, or now if sooner) to the
-// priority's paused time.
-func (st *rxPrio) account(until, now int64) {
-	if d := min(until, now) - st.since.Load(); d > 0 {
+// stop ends the pause u (its end as the caller loaded it) if it is still
+// the one in force, adding its time (to u, or now if sooner) to the
+// priority's paused time, and reports whether it did. The start is loaded
+// after the end and before the end is claimed (compare-and-swap): a pause
+// stores its start before it publishes its end, and a later pause stores
+// its own only once this one is claimed, so the two are of one pause.
+func (st *rxPrio) stop(u, now int64) bool {
+	since := st.since.Load()
+	if !st.until.CompareAndSwap(u, 0) {
+		return false
+	}
+	if d := min(u, now) - since; d > 0 {
 		st.pausedNs.Add(uint64(d))
+	}
+	return true
+}
+
+// stopAny ends the pause in force, whichever it is now, and reports
+// whether there was one.
+func (st *rxPrio) stopAny(now int64) bool {
+	for {
+		u := st.until.Load()
+		if u == 0 {
+			return false
+		}
+		if st.stop(u, now) {
+			return true
+		}
 	}
 }
 
@@ -148,26 +188,40 @@ func (b *PFC) reconcile(s *port, now int64) int64 {
 			}
 			continue
 		}
-		since := st.since.Load()
+		r := &s.wd[pr]
 		u := st.until.Load()
 		if u != 0 && u <= now {
-			if st.until.CompareAndSwap(u, 0) {
-				st.account(u, now)
+			st.stop(u, now)
+			if r.start != 0 && r.brk == 0 {
+				r.brk = u // the run breaks where the pause ran out
 			}
 			continue
 		}
 		if u == 0 {
+			if r.start != 0 && r.brk == 0 {
+				r.brk = now // resumed (a zero time) since the last look
+			}
 			continue
 		}
+		// A pause is in force. The run of pauses it belongs to is this
+		// worker's own: it begins the first time this worker sees a pause
+		// after none (or after a break of grace or more), so no receiving
+		// worker's stores can pair this pause with an older start. A
+		// shorter break does not end the run: else a neighbour that sends
+		// a zero time and pauses again just before the watchdog would trip
+		// holds the queue paused for good, never tripping it.
+		if r.start == 0 || (r.brk != 0 && now-r.brk >= s.grace) {
+			r.start = now
+		}
+		r.brk = 0
 		if s.wdog > 0 {
 			// The watchdog, as switch vendors ship it: a priority paused
 			// without a break for wdog while its queue holds packets is a
 			// storm (a stuck NIC, a deadlock): its pauses are ignored.
-			if now-since >= s.wdog {
+			if now-r.start >= s.wdog {
 				if s.holding(pr) {
-					if old := st.until.Swap(0); old != 0 {
-						st.account(old, now)
-					}
+					st.stopAny(now)
+					r.start, r.brk = 0, 0
 					storm |= bit
 					if s.dropAction {
 						dropping |= bit
@@ -178,7 +232,7 @@ func (b *PFC) reconcile(s *port, now int64) int64 {
 				}
 				next = min(next, now+max(s.wdog/4, minRefresh)) // look again: packets may come
 			} else {
-				next = min(next, since+s.wdog)
+				next = min(next, r.start+s.wdog)
 			}
 		}
 		desired |= s.prioQueues[pr]

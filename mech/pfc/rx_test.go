@@ -1,11 +1,16 @@
 package pfc_test
 
 import (
+	"encoding/binary"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gswitch/gswitch/dataplane/dptest"
+	"github.com/gswitch/gswitch/mech"
 	"github.com/gswitch/gswitch/mech/pfc"
 	"github.com/gswitch/gswitch/pkt"
+	"github.com/gswitch/gswitch/pkt/pkttest"
 	"github.com/gswitch/gswitch/units"
 	"github.com/gswitch/gswitch/wire"
 )
@@ -57,15 +62,22 @@ func TestPausesFromTheNeighbour(t *testing.T) {
 	if s := b.Stats(pUp); s.PausedNs[3] != 5_120_000 || s.PausedNs[5] != 10_240_000 {
 		t.Fatalf("paused for %v ns, want 5.12 ms and 10.24 ms", s.PausedNs)
 	}
-	// A later frame replaces the time left (shorter too).
+	// A later frame replaces the time left (shorter too): paused from t1
+	// to 1 ms + 512 us after it, counted as one pause.
 	t1 := send(pUp, pfcFrame(1<<3, map[int]uint16{3: 2000}))
 	h.Advance(1_000_000, 100_000)
 	send(pUp, pfcFrame(1<<3, map[int]uint16{3: 100})) // 512 us from now
 	h.Advance(500_000, 100_000)
 	expect("100 quanta, 500 us on", pUp, 1<<3)
-	h.Advance(20_000, 10_000)
+	h.Advance(t1+1_512_000-1-h.Clock.T, 5_000)
+	expect("100 quanta, 512 us on less 1 ns", pUp, 1<<3)
+	h.Advance(1, 1)
+	expect("100 quanta, 512 us on", pUp, 0)
+	h.Advance(8_000, 4_000)
 	expect("100 quanta, 520 us on", pUp, 0)
-	_ = t1
+	if s := b.Stats(pUp); s.PausedNs[3] != 5_120_000+1_512_000 {
+		t.Fatalf("priority 3 paused for %d ns, want 5.12 ms + 1.512 ms", s.PausedNs[3])
+	}
 	// Zero resumes at once, the others stay.
 	send(pUp, pfcFrame(0xff, map[int]uint16{0: 9, 1: 9, 2: 9, 3: 9, 4: 9, 5: 9}))
 	expect("0-5", pUp, 0x3f)
@@ -118,8 +130,11 @@ func TestPausedQueueHoldsItsPackets(t *testing.T) {
 
 // TestFramesPFCDoesNotTake: on a port without PFC a PFC frame is dropped
 // as link_local (as on a switch without PFC) and counted; 802.3x PAUSE
-// is dropped as link_local; a short or misaddressed 0x8808 frame as
-// malformed; a priority that is not lossless here is ignored.
+// is dropped as link_local; a short 0x8808 frame to PFC's group as
+// malformed; a priority that is not lossless here is ignored. MAC control
+// frames to any other destination (another bridge group, a host's
+// unicast MAC, broadcast), PFC or PAUSE, from a port with PFC or without,
+// never reach PFC and are never forwarded: dropped as link_local.
 func TestFramesPFCDoesNotTake(t *testing.T) {
 	up := defaults(func(c *pfc.Config) { c.Priorities = []int{3} })
 	h := newSwitch(t, up, defaults(nil), defaults(nil))
@@ -135,6 +150,16 @@ func TestFramesPFCDoesNotTake(t *testing.T) {
 	wrongDst[5] = 0x02
 	h.Links[pUp].Inject(wrongDst) // 01:80:C2:00:00:02: link-local, 0x8808, not PFC's address
 	h.Links[pUp].Inject(pfcFrame(1<<4, map[int]uint16{4: 1000}))
+	// To host 3's MAC (learnt behind out) and to broadcast, PFC and PAUSE,
+	// from up (PFC) and plain (none).
+	for _, dst := range [][6]byte{pkttest.MAC(3), {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}} {
+		for _, f := range [][]byte{pause, pause8023x} {
+			g := append([]byte(nil), f...)
+			copy(g, dst[:])
+			h.Links[pUp].Inject(g)
+			h.Links[pPlain].Inject(g)
+		}
+	}
 	h.Settle()
 	if pausedQueues(h, pPlain) != 0 || pausedQueues(h, pUp) != 0 {
 		t.Fatalf("paused: plain %08b, up %08b", pausedQueues(h, pPlain), pausedQueues(h, pUp))
@@ -142,21 +167,21 @@ func TestFramesPFCDoesNotTake(t *testing.T) {
 	if n := b.NotEnabledRx(pPlain); n != 1 {
 		t.Fatalf("not enabled: %d", n)
 	}
-	if c := h.SW.Counters(pPlain); c.Drops[pkt.ReasonLinkLocal] != 1 {
-		t.Fatalf("plain: link_local drops %d", c.Drops[pkt.ReasonLinkLocal])
+	if c := h.SW.Counters(pPlain); c.Drops[pkt.ReasonLinkLocal] != 1+4 || c.ControlRx[wire.TypePFC] != 1 {
+		t.Fatalf("plain: link_local drops %d, PFC frames received %d", c.Drops[pkt.ReasonLinkLocal], c.ControlRx[wire.TypePFC])
 	}
 	s := b.Stats(pUp)
-	if s.OtherOpcodeRx != 1 || s.Malformed != 2 || s.IgnoredRx[4] != 1 || s.FramesRx != 1 {
+	if s.OtherOpcodeRx != 1 || s.Malformed != 1 || s.IgnoredRx[4] != 1 || s.FramesRx != 1 {
 		t.Fatalf("up: %+v", s)
 	}
 	c := h.SW.Counters(pUp)
-	if c.Drops[pkt.ReasonLinkLocal] != 1 || c.Drops[pkt.ReasonMalformed] != 2 {
-		t.Fatalf("up: link_local %d, malformed %d", c.Drops[pkt.ReasonLinkLocal], c.Drops[pkt.ReasonMalformed])
+	if c.Drops[pkt.ReasonLinkLocal] != 2+4 || c.Drops[pkt.ReasonMalformed] != 1 || c.ControlRx[wire.TypePFC] != 3 {
+		t.Fatalf("up: link_local %d, malformed %d, PFC frames received %d", c.Drops[pkt.ReasonLinkLocal], c.Drops[pkt.ReasonMalformed], c.ControlRx[wire.TypePFC])
 	}
 	for _, l := range h.Links {
 		for _, f := range l.Sent {
-			if f[0] == 0x01 && f[1] == 0x80 && f[2] == 0xc2 {
-				t.Fatalf("a link-local frame was forwarded: % x", f)
+			if f[0] == 0x01 && f[1] == 0x80 && f[2] == 0xc2 || binary.BigEndian.Uint16(f[12:]) == wire.EtherTypeMACControl {
+				t.Fatalf("a link-local or MAC control frame was forwarded: % x", f)
 			}
 		}
 	}
@@ -287,6 +312,56 @@ func TestWatchdogNeedsPackets(t *testing.T) {
 	}
 }
 
+// TestWatchdogSeesThroughShortBreaks: a neighbour that pauses a priority
+// for just under watchdog, sends a zero time and pauses it again after a
+// break shorter than watchdog/4 holds it paused as if without a break:
+// the watchdog trips, in the cycle that takes the run past watchdog. A
+// break of watchdog/4 or more ends the run: such cycles never trip it.
+func TestWatchdogSeesThroughShortBreaks(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		gap   int64 // the break between a zero time and the next pause
+		trips bool
+	}{{"back to back", 0, true}, {"2 ms", 2e6, true}, {"3 ms", 3e6, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			up := defaults(func(cf *pfc.Config) {
+				cf.Watchdog, cf.WatchdogRestore, cf.WatchdogAction = units.Duration(10e6), units.Duration(5e6), pfc.ActionForward
+			}) // a break of under 2.5 ms does not end a run
+			h := newSwitch(t, up, defaults(nil), defaults(nil))
+			b := inst(h)
+			pause := pfcFrame(1<<3, map[int]uint16{3: 2000}) // 10.24 ms, longer than the watchdog
+			zero := pfcFrame(1<<3, nil)
+			tripped := -1
+			for cycle := 0; cycle < 6 && tripped < 0; cycle++ {
+				h.Links[pUp].Inject(pause)
+				h.Settle()
+				for i := 0; i < 4; i++ {
+					h.Links[pOut].Inject(back(dscp3)) // to host 1 behind up: queue 3 holds them
+				}
+				h.Advance(9e6, 100e3) // paused 9 ms: under the watchdog
+				if b.Stats(pUp).Trips[3] != 0 {
+					tripped = cycle
+					break
+				}
+				h.Links[pUp].Inject(zero)
+				if c.gap > 0 {
+					h.Settle() // the queue resumes and sends for the gap
+					h.Advance(c.gap, 100e3)
+				}
+			}
+			s := b.Stats(pUp)
+			switch {
+			case c.trips && (tripped != 1 || s.Trips[3] != 1):
+				t.Fatalf("tripped in cycle %d (want 1): %+v", tripped, s)
+			case !c.trips && (tripped >= 0 || s.Trips[3] != 0):
+				t.Fatalf("tripped in cycle %d with breaks of %d ns: %+v", tripped, c.gap, s)
+			}
+			h.Advance(50e6, 1e6)
+			h.CheckFrames(t)
+		})
+	}
+}
+
 // TestFlood: thousands of PFC frames, pauses and resumes mixed, some
 // malformed: each is counted, none stays in the switch, the state is the
 // last frame's.
@@ -314,5 +389,78 @@ func TestFlood(t *testing.T) {
 	if got := pausedQueues(h, pUp); got != 0 {
 		t.Fatalf("paused %08b after the longest pause", got)
 	}
+	h.CheckFrames(t)
+}
+
+// TestWatchdogRace: pauses come on a receiving worker while the port's
+// egress worker runs its timers, at the same moments: each pause lasts
+// half the watchdog, and each begins two watchdogs after the one before,
+// so the watchdog must never trip, whatever the order in which the two
+// workers' loads and stores meet. (It once did: the egress worker read
+// the start of the pause before, then the end of the new one that the
+// receiving worker stored in between, and took them for one pause.)
+func TestWatchdogRace(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two goroutines running at once")
+	}
+	const wdog = 10e6
+	up := defaults(func(c *pfc.Config) {
+		c.Watchdog, c.WatchdogRestore, c.WatchdogAction = units.Duration(wdog), units.Duration(wdog/2), pfc.ActionForward
+	})
+	h := newSwitchW(t, 2, up, defaults(nil), nil)
+	b := inst(h)
+	eg := h.SW.EgressWorker(pUp)
+	rxw := 1 - eg
+	// Every queue of up holds packets: the watchdog would trip at once.
+	for q := 0; q < 8; q++ {
+		h.SW.Scheduler(pUp).Pause(q)
+		h.Links[pOut].Inject(back(uint8(q << 5))) // DSCP 8q: priority q, queue q
+	}
+	h.Settle()
+	for q := 0; q < 8; q++ {
+		if _, n := h.SW.Scheduler(pUp).Depth(q); n != 1 {
+			t.Fatalf("up's queue %d holds %d packets, want 1", q, n)
+		}
+	}
+	// 977 quanta at 100 Mbit/s: 5.0 ms, half the watchdog.
+	frame := pfcFrame(0xff, map[int]uint16{0: 977, 1: 977, 2: 977, 3: 977, 4: 977, 5: 977, 6: 977, 7: 977})
+	bt := &mech.Batch{Pkts: make([]pkt.Packet, 1), Mem: frame, Worker: rxw}
+	const rounds = 20000
+	var start, applied atomic.Int64 // round i: start i, applied i, done -i
+	done := make(chan struct{})
+	go func() { // the egress worker: runs its timers while the pause arrives
+		defer close(done)
+		for i := int64(1); ; i++ {
+			for start.Load() != i {
+				if start.Load() == -rounds-1 {
+					return
+				}
+			}
+			now := h.Clock.T + i*2*wdog
+			for applied.Load() != i {
+				b.Tick(eg, now)
+			}
+			b.Tick(eg, now)
+			b.Tick(eg, now+wdog*3/4) // the pause ran out
+			start.Store(-i)          // done with round i
+		}
+	}()
+	for i := int64(1); i <= rounds; i++ {
+		bt.Now = h.Clock.T + i*2*wdog
+		bt.Pkts[0] = pkt.Packet{Len: uint32(len(frame))}
+		start.Store(i)
+		b.Control(pUp, bt)
+		applied.Store(i)
+		for start.Load() != -i {
+		}
+	}
+	start.Store(-rounds - 1)
+	<-done
+	s := b.Stats(pUp)
+	if s.Trips != [8]uint64{} || s.PausesRx[0] != rounds {
+		t.Fatalf("trips %v over %d pauses of half the watchdog, two watchdogs apart", s.Trips, s.PausesRx[0])
+	}
+	h.Clock.T += rounds*2*wdog + wdog
+	h.Advance(wdog, 100e3) // the queues, resumed, send their packets
 	h.CheckFrames(t)
 }

@@ -19,8 +19,10 @@ import (
 // builds behind the pause, and A pauses its own upstream, host 1's NIC:
 // the pause has spread one hop toward the source, though nothing at A is
 // a bottleneck. Frames cross the link between the switches as bytes: A
-// reads the pause B built. Every packet arrives (none is dropped), and
-// once the traffic stops every pause is resumed.
+// reads the pause B built. Host 1's NIC honours A's pauses, as a RoCE
+// NIC does (one that does not would have its packets dropped past A's
+// xoff + headroom). Every packet arrives (none is dropped), and once the
+// traffic stops every pause is resumed.
 func TestPauseSpreads(t *testing.T) {
 	f := dptest.NewFabric()
 	c := func() *pfc.Config {
@@ -42,12 +44,22 @@ func TestPauseSpreads(t *testing.T) {
 	pa, pb := inst(a), inst(b)
 	const n = 300
 	aPaused := false
-	for i := 0; i < n; i++ {
-		a.Links[0].Inject(data(dscp3, 1)) // 1000 B every 10 us: 800 Mbit/s
+	sent := 0
+	for i := 0; sent < n && i < 100*n; i++ {
+		// 1000 B every 10 us (800 Mbit/s) while A has not paused host 1
+		// (A's record of it is the NIC's state: the link has no delay,
+		// and A refreshes its pauses before they run out).
+		if pa.Stats(0).UpstreamPaused&(1<<3) == 0 {
+			a.Links[0].Inject(data(dscp3, 1))
+			sent++
+		}
 		f.Advance(10_000, 10_000)
 		if a.SW.Scheduler(1).Paused(3) {
 			aPaused = true
 		}
+	}
+	if sent != n {
+		t.Fatalf("host 1 sent %d of %d packets: paused for good", sent, n)
 	}
 	sb, sa := pb.Stats(0), pa.Stats(0)
 	if sb.PausesSent[3] == 0 {
@@ -79,7 +91,7 @@ func TestPauseSpreads(t *testing.T) {
 	for _, h := range []*dptest.Harness{a, b} {
 		for p := 0; p < 2; p++ {
 			s := inst(h).Stats(p)
-			if s.UpstreamPaused != 0 || s.Held != [8]int64{} || s.Paused != 0 {
+			if s.UpstreamPaused != 0 || s.Held != [8]int64{} || s.Paused != 0 || s.HeadroomDrops != [8]uint64{} {
 				t.Fatalf("after the traffic: %+v", s)
 			}
 		}
