@@ -198,7 +198,7 @@ down
 
 echo
 echo "== 3. the baseline BFC replaces: PFC (IEEE 802.1Qbb) on every port (mechanisms: {pfc: {}}), the hosts' NICs honouring it (gsperf -pfc)"
-up "{pfc: {watchdog: 0s}}"
+up "{pfc: {}}"
 hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
 incast pfc 3ms -pfc
 pfc=$(metric 2 "$DROPS") victim_pfc=$VICTIM

@@ -147,11 +147,14 @@ func (c *Config) Validate(p mech.PortInfo) error {
 	if c.Response < 0 || c.Response.D() > time.Second {
 		return fmt.Errorf("response: %s out of range (0..1s; default 25us)", c.Response)
 	}
-	if c.Watchdog < 0 || c.Watchdog.D() > time.Minute {
-		return fmt.Errorf("watchdog: %s out of range (0 = off, up to 1m; default 200ms)", c.Watchdog)
+	// The watchdog's times are the fabric's, already on this machine's
+	// clock here (x K): their bound is a minute of the fabric's time.
+	maxWD := p.Timescale.Wall(time.Minute)
+	if c.Watchdog < 0 || c.Watchdog.D() > maxWD {
+		return fmt.Errorf("watchdog: %s out of range (0 = off, up to 1m of the fabric's time; default 200ms)", p.Timescale.Fabric(c.Watchdog.D()))
 	}
-	if c.Watchdog != 0 && (c.WatchdogRestore <= 0 || c.WatchdogRestore.D() > time.Minute) {
-		return fmt.Errorf("watchdog_restore: %s out of range (above 0, up to 1m; default 200ms)", c.WatchdogRestore)
+	if c.Watchdog != 0 && (c.WatchdogRestore <= 0 || c.WatchdogRestore.D() > maxWD) {
+		return fmt.Errorf("watchdog_restore: %s out of range (above 0, up to 1m of the fabric's time; default 200ms)", p.Timescale.Fabric(c.WatchdogRestore.D()))
 	}
 	switch c.WatchdogAction {
 	case ActionDrop, ActionForward:

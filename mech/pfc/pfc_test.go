@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"strings"
+
 	"github.com/gswitch/gswitch/config"
 	"github.com/gswitch/gswitch/dataplane"
 	"github.com/gswitch/gswitch/dataplane/dptest"
@@ -475,4 +477,21 @@ func TestHeadroomCap(t *testing.T) {
 		t.Fatalf("after draining: %+v", s)
 	}
 	h.CheckFrames(t)
+}
+
+// TestDefaultsAtTheFabricsTimescales: the defaults validate at the
+// timescales the shipped fabrics run (the watchdog's 200 ms of fabric time
+// is 33 minutes of this machine at K 10000), and the watchdog's bound is a
+// minute of the fabric's time whatever K.
+func TestDefaultsAtTheFabricsTimescales(t *testing.T) {
+	for _, k := range []string{"1", "1000", "10000"} {
+		y := "timescale: " + k + "\nports: [{interface: a, rate: 100Gbit, delay: 1us, scheduler: drr, queues: 8, buffer: 8MB, mechanisms: {pfc: {}}}]"
+		if _, err := config.Parse([]byte(y)); err != nil {
+			t.Errorf("timescale %s, pfc's defaults: %v", k, err)
+		}
+	}
+	y := "timescale: 10000\nports: [{interface: a, rate: 100Gbit, delay: 1us, scheduler: drr, queues: 8, buffer: 8MB, mechanisms: {pfc: {watchdog: 2m}}}]"
+	if _, err := config.Parse([]byte(y)); err == nil || !strings.Contains(err.Error(), "watchdog: 2m0s out of range") {
+		t.Errorf("a watchdog of 2 minutes of the fabric at K 10000: %v", err)
+	}
 }

@@ -15,7 +15,7 @@ import (
 // PFC (mech/pfc, IEEE 802.1Qbb) on the BFC testbed without a mechanism
 // (topologies/bfc-line.yaml: S1 and S2 on Sw1, S3 on Sw3, Sw1 -> Sw2 <-
 // Sw3, R1 and R2 on Sw2; 100 Gbit/s links of 1 us, timescale 10000), with
-// pfc at its defaults on every port but the watchdog, and gsperf -pfc on
+// pfc at its defaults on every port, and gsperf -pfc on
 // the senders (their NICs honour the pauses, as a RoCE fabric's do): the
 // congestion spreading BFC's paper starts from (section 2, "Existing
 // Solutions are Insufficient": PFC pauses the whole input, "even those
@@ -29,12 +29,10 @@ import (
 // give every port xoff = headroom = 2 x 1 us x 100 Gbit/s + 2 x 1514 +
 // 25 us of this machine at its rate = 28 KB, xon 3 KB lower: the file's
 // 1 MB port buffers hold xoff + headroom many times over, so the edit
-// leaves them. The watchdog is off: its 200 ms of fabric time would be 33
-// minutes of this machine at K 10000, beyond the minute mech/pfc accepts,
-// and no pause of this run lasts a fraction of it (pauses last
-// microseconds of the fabric; the run, about 4 ms).
+// leaves them. The watchdog (200 ms of fabric time) never acts: the whole
+// run lasts a few ms of the fabric.
 //
-// R1's link runs at a quarter of the line (pfcR1Rate, 25 Gbit/s: the
+// R1's link runs at a quarter of the line (pfcR1Share, 25 Gbit/s: the
 // edit sets it), so the incast's bottleneck leaves Sw1 -> Sw2 most of its
 // room: S1 can have at most R1's quarter, and the victim's path
 // (Sw1 -> Sw2 -> R2, both at the full line) leaves it three quarters of
@@ -98,7 +96,7 @@ func TestPFCCongestionSpreading(t *testing.T) {
 		if !port.MatchString(s) {
 			t.Fatalf("bfc-line.yaml: no defaults.port line with scheduler drr to add pfc to")
 		}
-		m := "mechanisms: {pfc: {watchdog: 0s}}"
+		m := "mechanisms: {pfc: {}}"
 		if off {
 			m = "mechanisms: {}"
 		}
