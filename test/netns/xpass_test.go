@@ -108,6 +108,12 @@ func upXP(t *testing.T, file string, edits ...func(string) string) *xpFabric {
 	base := 20000 + int(id[0]^id[1])*100 + int(id[2])%64*10
 	s := regexp.MustCompile(`(?m)^name: \w+`).ReplaceAllString(string(b), "name: x"+id[:5])
 	s = regexp.MustCompile(`(?m)^metrics_base: \d+`).ReplaceAllString(s, "metrics_base: "+strconv.Itoa(base))
+	// The file's own links all run at one rate (rate, rateBits); an edit
+	// may then change some (a test that does reads their rates itself).
+	orig, err := topo.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range edits {
 		s = e(s)
 	}
@@ -130,8 +136,8 @@ func upXP(t *testing.T, file string, edits ...func(string) string) *xpFabric {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &xpFabric{t: t, sw: map[string]*Switch{}, rate: tp.Defaults.Link.Rate, creditQueue: 8, creditBurst: 2, off: off}
-	for _, l := range tp.Links {
+	f := &xpFabric{t: t, sw: map[string]*Switch{}, rate: orig.Defaults.Link.Rate, creditQueue: 8, creditBurst: 2, off: off}
+	for _, l := range orig.Links {
 		if l.Rate != f.rate {
 			t.Fatalf("%s: link %s-%s at %s, the others at %s: these tests take every link at one rate", file, l.A, l.B, l.Rate, f.rate)
 		}
