@@ -113,6 +113,7 @@ for l in sys.stdin:
 print("%d" % t)' "$2"
 }
 DROPS='gswitch_drops_total\{port="r2",reason="(buffer_full|frame_limit|port_limit|queue_limit|evicted|handoff_full|no_frames)"\}'
+ALLDROPS='gswitch_drops_total\{port="[a-z0-9]*",reason="(buffer_full|frame_limit|port_limit|queue_limit|evicted|handoff_full|no_frames|pfc_headroom|pfc_watchdog)"\}'
 
 URLS="sw1=http://127.0.0.1:$((BASE + 1))/metrics,sw2=http://127.0.0.1:$((BASE + 2))/metrics,sw3=http://127.0.0.1:$((BASE + 3))/metrics"
 
@@ -202,7 +203,7 @@ up "{pfc: {}}"
 hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
 incast pfc 3ms -pfc
 pfc=$(metric 2 "$DROPS") victim_pfc=$VICTIM
-echo "   drops at sw2's port toward r2: $pfc"
+echo "   drops at sw2's port toward r2: $pfc; anywhere in the fabric: $(($(metric 1 "$ALLDROPS") + $(metric 2 "$ALLDROPS") + $(metric 3 "$ALLDROPS")))"
 echo "   sw2 sent $(metric 2 'gswitch_pfc_pauses_sent_total.*') PFC pauses, sw1 sent its hosts $(metric 1 'gswitch_pfc_pauses_sent_total.*');" \
 	"sw1's port toward sw2 paused $(curl -s "http://127.0.0.1:$((BASE + 1))/metrics" | python3 -c '
 import sys
