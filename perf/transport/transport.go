@@ -166,6 +166,9 @@ type Sender struct {
 	rto      int64 // current timeout, backed off on consecutive timeouts (plain)
 	buf      []byte
 	dc       *dctcp // DCTCP's state; nil in other modes
+	// cwndLimited: the window, not the gate or the data, limited the last
+	// Poll (DCTCP: a window the sender does not fill is not grown).
+	cwndLimited bool
 
 	// Stats
 	Sent, Retransmits, Timeouts, Probes uint64
@@ -233,6 +236,7 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 		return s.timer
 	}
 	s.scan = max(s.scan, int(s.una/uint64(s.cfg.MSS)))
+	s.cwndLimited = 2*s.inflight >= int64(s.cwnd)
 	for i := s.scan; i < len(s.segs); i++ {
 		if s.segs[i] != segUnsent {
 			if i == s.scan {
@@ -242,6 +246,7 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 		}
 		n := s.segLen(i)
 		if s.inflight+int64(n) > int64(s.cwnd) && s.inflight > 0 {
+			s.cwndLimited = true
 			break
 		}
 		if ok, wake := s.gate.Allow(now, n); !ok {
@@ -382,6 +387,15 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 		// Slow start below ssthresh, additive increase above it.
 		switch {
 		case cut: // DCTCP's cut is this ack's whole effect on the window
+		case s.dc != nil && !s.cwndLimited && 2*(s.inflight+int64(newly)) < int64(s.cwnd):
+			// DCTCP runs paced (gsperf -pace, a host NIC's rate): a window
+			// the pacer keeps half empty is not grown (RFC 7661's
+			// validation, as Linux's tcp_is_cwnd_limited). Otherwise a
+			// flow alone behind its pacer grows its window by every ack
+			// while the queue, and so the marks, stay empty: when another
+			// flow joins, cuts of alpha/2 (its alpha decayed near 0) of
+			// megabytes leave it far above the path's window, and the
+			// buffer overflows.
 		case s.cwnd < s.ssthresh:
 			s.cwnd += float64(newly)
 		default:

@@ -153,6 +153,7 @@ xp_run() {
 	for p in $pairs; do
 		local dst=${p#*:}
 		if [ ! -e "$RUN/server-$dst.log" ]; then
+			: >"$RUN/server-$dst.log" # now: the background redirect below may come later than the next pair's check
 			# ip netns exec, not nsx: $! must be gsperf itself (it execs), so that SIGINT reaches it
 			if [ "${MODE:-xpass}" = xpass ]; then
 				ip netns exec "$NAME-$dst" "$WORK/gsperf" server -mode xpass -bind "$(addr "$dst"):5500" -timescale "$TS" -xp-link "$RATE" $naive ${JITTER:+-xp-jitter "$JITTER"} -report "${REPORT:-0}" >"$RUN/server-$dst.log" 2>&1 &
