@@ -88,6 +88,11 @@ func secIn(h *topo.RunningHost, f func() error) error {
 // secSendIP sends IPv4 packets (whole, headers included, as given) from
 // host h: a raw socket with IP_HDRINCL, which lets the host forge any
 // source address and fragment as it likes.
+//
+// The kernel holds raw IP until it has resolved the gateway's MAC, and
+// drops what it holds if the resolution fails (three ARP probes a second
+// apart): callers ping across the switch first (secResolved), so that the
+// packets leave at once and a slow first ARP cannot lose them.
 func secSendIP(t *testing.T, h *topo.RunningHost, pkts ...[]byte) {
 	t.Helper()
 	err := secIn(h, func() error {
@@ -110,6 +115,16 @@ func secSendIP(t *testing.T, h *topo.RunningHost, pkts ...[]byte) {
 
 // secSendEth sends Ethernet frames from host h's interface (AF_PACKET),
 // with their source MAC as given; mac is the interface's own.
+// secResolved pings dst from host h once, so that h has resolved its
+// gateway's MAC before the test's raw packets (secSendIP); a failure is
+// the fabric's, before the test's scenario.
+func secResolved(t *testing.T, r *topo.Running, h string, dst netip.Addr) {
+	t.Helper()
+	if out, err := r.Exec(context.Background(), h, "ping", "-c", "1", "-W", "3", dst.String()).CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot reach %s across the switch before the test: %v\n%s", h, dst, err, out)
+	}
+}
+
 func secSendEth(t *testing.T, h *topo.RunningHost, frames func(mac [6]byte) [][]byte) {
 	t.Helper()
 	err := secIn(h, func() error {
@@ -237,6 +252,7 @@ func TestSecurityFragmentedBTS(t *testing.T) {
 			append(secIPv4(a.Addr.Addr(), v.Addr.Addr(), 8, id, 0, true), dgram[:8]...),
 			append(secIPv4(a.Addr.Addr(), v.Addr.Addr(), len(dgram)-8, id, 8, false), dgram[8:]...))
 	}
+	secResolved(t, r, "a", v.Addr.Addr())
 	secSendIP(t, a, pkts...)
 	got, from := secReceive(bts, 1500*time.Millisecond)
 	for i, m := range got {
@@ -270,6 +286,7 @@ func TestSecuritySpoofedSource(t *testing.T) {
 		u := secUDP(7000, 7777, []byte(fmt.Sprintf("datagram %d from %s", i, src)))
 		pkts = append(pkts, append(secIPv4(src, rh.Addr.Addr(), len(u), uint16(i+1), 0, false), u...))
 	}
+	secResolved(t, r, "a", rh.Addr.Addr())
 	secSendIP(t, a, pkts...)
 	got, from := secReceive(c, 1500*time.Millisecond)
 	own := 0
