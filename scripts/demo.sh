@@ -224,6 +224,6 @@ echo "   the victim (s2 -> r1, an idle port): FCT $victim_none with no mechanism
 	echo "   (not as the design promises: look at the fidelity verdicts above)"
 echo "   PFC keeps the congested port lossless too, but it pauses sw1's whole priority toward sw2: the victim waits behind the"
 echo "   incast (head-of-line blocking, the congestion spreading BFC's paper starts from); BFC pauses only the incast's queues."
-echo "   (Drops elsewhere with PFC are sw1's headroom cap, pfc_headroom: s2 runs two gsperf clients, each paced to the line,"
-echo "   and a process reacts to a pause later than a NIC.)"
+echo "   (Drops elsewhere with PFC: most likely the headroom cap, pfc_headroom: s2 runs two gsperf clients, each paced to the"
+echo "   line, and a process reacts to a pause later than a NIC.)"
 echo "== done: everything made is removed"
