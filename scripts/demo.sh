@@ -209,7 +209,8 @@ up "{pfc: {response: 15ms}}"
 hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
 incast pfc 3ms "-pfc -pace 100Gbit"
 pfc=$(metric 2 "$DROPS") victim_pfc=$VICTIM
-echo "   drops at sw2's port toward r2: $pfc; anywhere in the fabric: $(($(metric 1 "$ALLDROPS") + $(metric 2 "$ALLDROPS") + $(metric 3 "$ALLDROPS")))"
+echo "   drops at sw2's port toward r2: $pfc; anywhere in the fabric: $(($(metric 1 "$ALLDROPS") + $(metric 2 "$ALLDROPS") + $(metric 3 "$ALLDROPS")))" \
+	"$(for i in 1 2 3; do curl -s "http://127.0.0.1:$((BASE + i))/metrics" | grep '^gswitch_drops_total' | grep -v 'link_local' | grep -v ' 0$' | sed "s/^gswitch_drops_total/sw$i/"; done | tr '\n' ' ')"
 echo "   sw2 sent $(metric 2 'gswitch_pfc_pauses_sent_total.*') PFC pauses, sw1 sent its hosts $(metric 1 'gswitch_pfc_pauses_sent_total.*');" \
 	"sw1's port toward sw2 paused $(curl -s "http://127.0.0.1:$((BASE + 1))/metrics" | python3 -c '
 import sys
@@ -224,6 +225,6 @@ echo "   the victim (s2 -> r1, an idle port): FCT $victim_none with no mechanism
 	echo "   (not as the design promises: look at the fidelity verdicts above)"
 echo "   PFC keeps the congested port lossless too, but it pauses sw1's whole priority toward sw2: the victim waits behind the"
 echo "   incast (head-of-line blocking, the congestion spreading BFC's paper starts from); BFC pauses only the incast's queues."
-echo "   (Drops elsewhere with PFC: most likely the headroom cap, pfc_headroom: s2 runs two gsperf clients, each paced to the"
-echo "   line, and a process reacts to a pause later than a NIC.)"
+echo "   (Drops elsewhere with PFC, listed above by reason, are sw1's headroom cap, pfc_headroom: s2 runs two gsperf clients,"
+echo "   each paced to the line, and a process reacts to a pause later than a NIC.)"
 echo "== done: everything made is removed"
