@@ -19,7 +19,7 @@ var (
 // divided by K, in the switch's keys, the ports' keys and every
 // mechanism's config, except the fields tagged `timescale:"wall"`. It
 // runs after decoding, so that the defaults the file did not override (a
-// port's rtt, SFC's rtt) scale as the file's own values do, and before
+// port's rtt, a mechanism's rtt) scale as the file's own values do, and before
 // validation, so that the bounds are checked on what the machine will run.
 func (c *Config) applyTimescale() {
 	if c.Timescale.One() {

@@ -71,8 +71,9 @@ func (w *worker) ingress(in int, n int, now int64) {
 	w.dispatch(in, b)
 }
 
-// pfcDst is the PFC group address (01:80:C2:00:00:01) as pkt.DstMAC reads it.
-var pfcDst = pkt.DstMAC(wire.PFCDst[:])
+// macControlGroup is the MAC control group address (01:80:C2:00:00:01)
+// as pkt.DstMAC reads it.
+var macControlGroup = pkt.DstMAC(wire.PFCDst[:])
 
 // Scope of gswitch control message types (package wire): link-local types
 // are never forwarded.
@@ -83,17 +84,18 @@ func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLo
 //
 //   - Frames to the bridge-protocol groups 01:80:C2:00:00:0x that are not
 //     ours (STP, LLDP, 802.1X) are never forwarded.
-//   - MAC control frames (EtherType 0x8808: 802.3x PAUSE, PFC) are never
+//   - MAC control frames (EtherType 0x8808) are never
 //     forwarded, whatever their destination: the MAC Control sublayer of
 //     the port consumes them, so a bridge never relays one (else a host
 //     could pause another host's NIC by its unicast MAC, or every NIC
-//     behind the switch by broadcast). Those to the PFC group
-//     (01:80:C2:00:00:01) go to the mechanism that claims wire.TypePFC if
-//     the switch runs one, from host ports too (hosts' NICs send PFC); it
+//     behind the switch by broadcast). Those to the MAC control group
+//     (01:80:C2:00:00:01) go to the mechanism that claims their type if
+//     the switch runs one, from host ports too (hosts' NICs send them); it
 //     drops what its port does not run, as link_local. The rest are
 //     dropped as link_local here, on any switch.
-//   - Frames carrying the BFC upstream-queue tag are forged on host ports:
-//     only a switch's BFC port may claim an upstream queue.
+//   - Frames carrying the upstream-queue tag (a switch-to-switch header)
+//     are forged on host ports: only a switch may claim an upstream queue,
+//     also where this switch runs no mechanism that reads it.
 //   - Link-local messages of ours (EtherType 0x88B6) are never forwarded: on
 //     a host port they are forged; on a fabric port they go to their
 //     mechanism, or are dropped as unclaimed.
@@ -141,10 +143,10 @@ func (w *worker) control(in int, b *mech.Batch) {
 		}
 		if p.EthType == wire.EtherTypeMACControl {
 			// MAC control is the link's own: never forwarded, whatever the
-			// destination. PFC's, to its group, goes to the mechanism that
-			// claims it, from any port (hosts' NICs send PFC); it drops
+			// destination. To the group, it goes to the mechanism that
+			// claims it, from any port (hosts' NICs send it); it drops
 			// what its port does not run, as link_local.
-			if pkt.DstMAC(b.Frame(p)) == pfcDst && s.control[wire.TypePFC] != nil {
+			if pkt.DstMAC(b.Frame(p)) == macControlGroup && s.control[wire.TypePFC] != nil {
 				p.Ctl = uint8(wire.TypePFC)
 				c.controlRx[p.Ctl].Add(1)
 				w.controlHook(in, b, i)

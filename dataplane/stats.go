@@ -85,7 +85,7 @@ type PortCounters struct {
 	Malformed                              [pkt.NumErrs]uint64
 	ControlRx                              [256]uint64 // control messages received, by GC type
 	Forged                                 [256]uint64 // of those, the ones dropped as forged (a switch-only type from a host port), by GC type
-	ForgedTags                             uint64      // frames from a host port carrying the BFC upstream-queue tag, dropped as forged
+	ForgedTags                             uint64      // frames from a host port carrying the upstream-queue tag (a switch-to-switch header), dropped as forged
 	Emitted                                [256]uint64 // frames the switch emitted on the port, by GC type
 	EmitFailed                             [256]uint64 // emissions that failed, by GC type
 }

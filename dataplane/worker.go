@@ -104,7 +104,7 @@ type portCtr struct {
 	drops                                           [pkt.MaxReasons]atomic.Uint64
 	malformed                                       [pkt.NumErrs]atomic.Uint64
 	controlRx, forged, emitted, emitFailed          [256]atomic.Uint64
-	forgedTags                                      atomic.Uint64 // frames from a host port carrying the BFC upstream-queue tag
+	forgedTags                                      atomic.Uint64 // frames from a host port carrying the upstream-queue tag (wire.EtherTypeUpQ)
 	_                                               [64]byte
 }
 
