@@ -27,6 +27,7 @@ const (
 	TypeAck      = gsperf.TypeAck
 	TypeProbe    = gsperf.TypeProbe
 	TypeProbeAck = gsperf.TypeProbeAck
+	TypeCNP      = gsperf.TypeCNP
 )
 
 // Flags.
@@ -91,7 +92,7 @@ func Decode(b []byte) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w %d", ErrVersion, v)
 	}
 	h.Type = r.Type()
-	if h.Type < TypeData || h.Type > TypeProbeAck {
+	if h.Type < TypeData || h.Type > TypeCNP {
 		return h, nil, fmt.Errorf("%w %d", ErrType, h.Type)
 	}
 	h.Flags = r.Flags()

@@ -13,7 +13,7 @@
 //	offset size field
 //	0      2    magic "GS" (0x47 0x53)
 //	2      1    version (1)
-//	3      1    type: 1 data, 2 ack, 3 probe, 4 probe ack
+//	3      1    type: 1 data, 2 ack, 3 probe, 4 probe ack, 5 CNP (DCQCN's congestion notification)
 //	4      2    flags: bit 0 FIN (the segment ends the flow), bit 1 RETX (a retransmission),
 //	            bit 2 ECE (ack: the segment acknowledged arrived CE-marked)
 //	6      2    header length in bytes (64; larger values leave room for options)
@@ -26,7 +26,7 @@
 //	44     4    window: the receiver's advertised window in bytes (ack), 0 otherwise
 //	48     8    timestamp: sender's clock in ns (data, probe), echoed (ack, probe ack)
 //	56     8    mechanism field, per mode (package wire: MechBFC, MechXP)
-//	64     n    options, up to the header length (none in version 1)
+//	64     n    options, up to the header length: an INT option (int.go) or none
 //
 // The payload starts at the header length, not at 64: a later version may
 // carry options (per-hop slots, for example) between byte 64 and the header
@@ -92,6 +92,10 @@ const (
 	TypeAck      = 2
 	TypeProbe    = 3
 	TypeProbeAck = 4
+	// TypeCNP is DCQCN's congestion notification packet: a receiver
+	// that saw a CE-marked data segment of the flow tells the sender
+	// (at most one per flow per interval). Seq, Ack and the rest are 0.
+	TypeCNP = 5
 )
 
 // Flags.
@@ -144,6 +148,8 @@ func TypeName(t uint8) string {
 		return "probe"
 	case TypeProbeAck:
 		return "probe-ack"
+	case TypeCNP:
+		return "cnp"
 	}
 	return ""
 }
@@ -162,7 +168,7 @@ func (h Header) Valid() bool {
 	if len(h) < Len || !h.Known() {
 		return false
 	}
-	if t := h[OffType]; t < TypeData || t > TypeProbeAck {
+	if t := h[OffType]; t < TypeData || t > TypeCNP {
 		return false
 	}
 	n := int(binary.BigEndian.Uint16(h[OffHdrLen:]))

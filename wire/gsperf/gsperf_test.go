@@ -82,7 +82,8 @@ func TestChecks(t *testing.T) {
 		{"magic", mut(1, 'C'), false, false, false},
 		{"version", mut(2, 2), true, false, false},
 		{"type 0", mut(3, 0), true, true, false},
-		{"type 5", mut(3, 5), true, true, false},
+		{"type 5 (cnp)", mut(3, 5), true, true, true},
+		{"type 6", mut(3, 6), true, true, false},
 		{"hdrlen 63", mut(7, 63), true, true, false},
 		{"hdrlen 74", mut(7, 74), true, true, true},
 		{"hdrlen 75", mut(7, 75), true, true, false},
@@ -135,7 +136,7 @@ func TestInUDP(t *testing.T) {
 }
 
 func TestTypeName(t *testing.T) {
-	for ty, want := range map[uint8]string{0: "", 1: "data", 2: "ack", 3: "probe", 4: "probe-ack", 5: ""} {
+	for ty, want := range map[uint8]string{0: "", 1: "data", 2: "ack", 3: "probe", 4: "probe-ack", 5: "cnp", 6: ""} {
 		if got := gsperf.TypeName(ty); got != want {
 			t.Errorf("%d: %q", ty, got)
 		}
