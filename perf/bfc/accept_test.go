@@ -7,7 +7,6 @@ import (
 
 	"github.com/gswitch/gswitch/wire"
 	"github.com/gswitch/gswitch/wire/wiretest"
-	"golang.org/x/sys/unix"
 )
 
 // TestHostRefuses: frames not addressed to the link-local group, from
@@ -63,20 +62,6 @@ func TestHostPinsTheSwitch(t *testing.T) {
 	h.Handle(frame(wire.TypeBFCPause, 1, 3), 1)
 	if !h.Paused(3) {
 		t.Fatal("without a gateway the first frame was refused")
-	}
-}
-
-// TestReceived: the listener takes frames that arrived, with their
-// interface, and not the host's own outgoing ones.
-func TestReceived(t *testing.T) {
-	if i, ok := received(&unix.SockaddrLinklayer{Ifindex: 4, Pkttype: unix.PACKET_MULTICAST}); !ok || i != 4 {
-		t.Fatal("a received frame refused")
-	}
-	if _, ok := received(&unix.SockaddrLinklayer{Ifindex: 4, Pkttype: unix.PACKET_OUTGOING}); ok {
-		t.Fatal("an outgoing frame taken")
-	}
-	if _, ok := received(&unix.SockaddrInet4{}); ok {
-		t.Fatal("a frame without a link-layer address taken")
 	}
 }
 

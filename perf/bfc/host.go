@@ -59,9 +59,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gswitch/gswitch/perf/linklocal"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/wire"
-	"golang.org/x/sys/unix"
 )
 
 // Default timers of a host. Both are protocol timers (a fabric's time):
@@ -137,13 +137,11 @@ type Host struct {
 	lastRefresh atomic.Int64                       // unix ns of the last PAUSE or BITMAP applied
 
 	// Listener goroutine only.
-	qseq    [wire.MaxQueues]uint64 // 1<<32 | seq of the newest frame applied per queue; 0 none
-	sender  uint32
-	npaus   int
-	armed   bool    // the watchdog found no refresh at the last tick
-	swMAC   [6]byte // the switch's MAC, once known
-	swKnown bool
-	ifindex int // the interface of the first accepted frame (0: not yet, or unknown)
+	qseq   [wire.MaxQueues]uint64 // 1<<32 | seq of the newest frame applied per queue; 0 none
+	sender uint32
+	npaus  int
+	armed  bool           // the watchdog found no refresh at the last tick
+	peer   linklocal.Peer // whom frames are taken from
 
 	mu     sync.Mutex
 	free   []uint16                     // ids not in use, least recently released first
@@ -155,9 +153,7 @@ type Host struct {
 		foreign, badQueue                                          atomic.Uint64
 		most                                                       atomic.Int64
 	}
-	fd   int
-	stop atomic.Bool
-	done chan struct{}
+	listener *linklocal.Listener
 }
 
 // New returns a host that listens to nothing yet (Listen, or Handle in tests).
@@ -165,7 +161,7 @@ func New(c Config) (*Host, error) {
 	if err := c.defaults(); err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: c, wakers: map[uint16]map[uint64]func(){}, fd: -1, swMAC: c.Switch, swKnown: c.Switch != [6]byte{}}
+	h := &Host{cfg: c, wakers: map[uint16]map[uint64]func(){}, peer: linklocal.NewPeer(wire.LinkLocalDst, c.Switch, c.Gateway)}
 	for q := 1; q <= c.Queues; q++ {
 		h.free = append(h.free, uint16(q))
 	}
@@ -316,8 +312,7 @@ func (h *Host) handle(frame []byte, ifindex int, now int64) {
 		h.stats.malformed.Add(1)
 		return
 	}
-	if [6]byte(frame[0:6]) != wire.LinkLocalDst ||
-		h.swKnown && ([6]byte(frame[6:12]) != h.swMAC || ifindex != 0 && h.ifindex != 0 && ifindex != h.ifindex) {
+	if !h.peer.Addressed(frame, ifindex) {
 		h.stats.foreign.Add(1)
 		return
 	}
@@ -326,23 +321,9 @@ func (h *Host) handle(frame []byte, ifindex int, now int64) {
 		h.stats.malformed.Add(1)
 		return
 	}
-	if !h.swKnown {
-		// The first frame that parses names the switch: the gateway's MAC
-		// if the kernel knows it, else this frame's source (a link-local
-		// frame comes from the other end of the link).
-		h.swMAC, h.swKnown = [6]byte(frame[6:12]), true
-		if h.cfg.Gateway != nil {
-			if gw, ok := h.cfg.Gateway(); ok {
-				h.swMAC = gw
-			}
-		}
-		if [6]byte(frame[6:12]) != h.swMAC {
-			h.stats.foreign.Add(1)
-			return
-		}
-	}
-	if h.ifindex == 0 {
-		h.ifindex = ifindex
+	if !h.peer.Accept(frame, ifindex) {
+		h.stats.foreign.Add(1)
+		return
 	}
 	if id := uint32(m.Switch)<<16 | uint32(m.Port); id != h.sender {
 		h.sender = id
@@ -419,70 +400,32 @@ func (h *Host) Tick(now int64) {
 }
 
 // Listen opens an AF_PACKET socket for EtherType 0x88B6 on every interface
-// of the host's network namespace and applies what arrives until Close.
-// It needs CAP_NET_RAW.
+// of the host's network namespace and applies what arrives until Close,
+// running the watchdog at least every millisecond. It needs CAP_NET_RAW.
 func (h *Host) Listen() error {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(wire.EtherType)))
-	if err != nil {
-		return fmt.Errorf("BFC pause frames are read on an AF_PACKET socket, which needs CAP_NET_RAW (run as root): %w", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(wire.EtherType)}); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("binding the BFC pause socket: %w", err)
-	}
-	tv := unix.Timeval{Usec: 1000}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return err
-	}
-	h.fd = fd
-	h.done = make(chan struct{})
-	go h.listen()
-	return nil
-}
-
-func (h *Host) listen() {
-	defer close(h.done)
-	buf := make([]byte, 2048)
-	for !h.stop.Load() {
-		n, from, err := unix.Recvfrom(h.fd, buf, 0)
+	l, err := linklocal.Listen(wire.EtherType, time.Millisecond, "BFC pause frames", func(frame []byte, ifindex int, sent bool) {
 		now := time.Now().UnixNano()
-		if err == nil && n > 0 {
-			if ifindex, ok := received(from); ok {
-				h.handle(buf[:n], ifindex, now)
-			} else {
-				h.stats.foreign.Add(1)
-			}
+		switch {
+		case frame == nil:
+		case sent:
+			h.stats.foreign.Add(1)
+		default:
+			h.handle(frame, ifindex, now)
 		}
 		h.Tick(now)
-	}
-}
-
-// received reports the interface of a frame the socket read from, and
-// false for a frame this host sent (an AF_PACKET socket sees those too).
-func received(from unix.Sockaddr) (ifindex int, ok bool) {
-	ll, isLL := from.(*unix.SockaddrLinklayer)
-	if !isLL || ll.Pkttype == unix.PACKET_OUTGOING {
-		return 0, false
-	}
-	return ll.Ifindex, true
+	})
+	h.listener = l
+	return err
 }
 
 // Close stops the listener.
 func (h *Host) Close() error {
-	if h.fd < 0 {
-		return nil
-	}
-	h.stop.Store(true)
-	<-h.done
-	err := unix.Close(h.fd)
-	h.fd = -1
-	return err
+	l := h.listener
+	h.listener = nil
+	return l.Close()
 }
 
 // Report prints the stats to w.
 func (h *Host) Report(w io.Writer, name string) {
 	fmt.Fprintf(w, "gsperf %s bfc: %v\n", name, h.Stats())
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }

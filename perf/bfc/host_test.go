@@ -182,3 +182,5 @@ func TestListenReadsPausesOffTheWire(t *testing.T) {
 	}
 	wait("RESUME 6", func() bool { return !h.Paused(6) })
 }
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -44,9 +44,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gswitch/gswitch/perf/linklocal"
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/wire"
-	"golang.org/x/sys/unix"
 )
 
 // MaxPause bounds one pause, as the switch does (mech/pfc): at very low
@@ -96,9 +96,7 @@ type Host struct {
 	since atomic.Int64                     // when the host's priority's pause in force began
 
 	// Listener goroutine only.
-	swMAC   [6]byte
-	swKnown bool
-	ifindex int
+	peer linklocal.Peer // whom frames are taken from
 
 	mu     sync.Mutex
 	wakers map[uint64]func()
@@ -106,9 +104,7 @@ type Host struct {
 	stats struct {
 		pauses, resumes, frames, malformed, other, foreign, held, pausedNs atomic.Uint64
 	}
-	fd   int
-	stop atomic.Bool
-	done chan struct{}
+	listener *linklocal.Listener
 }
 
 // New returns a host that listens to nothing yet (Listen, or Handle in
@@ -120,7 +116,7 @@ func New(c Config) (*Host, error) {
 	if c.Priority < 0 || c.Priority >= wire.PFCPriorities {
 		return nil, fmt.Errorf("priority: %d is not a priority (0..7)", c.Priority)
 	}
-	h := &Host{cfg: c, clock: c.Clock, wakers: map[uint64]func(){}, fd: -1, swMAC: c.Switch, swKnown: c.Switch != [6]byte{}}
+	h := &Host{cfg: c, clock: c.Clock, wakers: map[uint64]func(){}, peer: linklocal.NewPeer(wire.PFCDst, c.Switch, c.Gateway)}
 	if h.clock == nil {
 		start := time.Now()
 		h.clock = func() int64 { return time.Since(start).Nanoseconds() + 1 }
@@ -205,8 +201,7 @@ func (h *Host) handle(frame []byte, ifindex int, now int64) {
 		h.stats.malformed.Add(1)
 		return
 	}
-	if [6]byte(frame[0:6]) != wire.PFCDst ||
-		h.swKnown && ([6]byte(frame[6:12]) != h.swMAC || ifindex != 0 && h.ifindex != 0 && ifindex != h.ifindex) {
+	if !h.peer.Addressed(frame, ifindex) {
 		h.stats.foreign.Add(1)
 		return
 	}
@@ -219,23 +214,9 @@ func (h *Host) handle(frame []byte, ifindex int, now int64) {
 		h.stats.malformed.Add(1)
 		return
 	}
-	if !h.swKnown {
-		// The first frame that parses names the switch: the gateway's MAC
-		// if the kernel knows it, else this frame's source (a frame to
-		// the MAC control group comes from the other end of the link).
-		h.swMAC, h.swKnown = [6]byte(frame[6:12]), true
-		if h.cfg.Gateway != nil {
-			if gw, ok := h.cfg.Gateway(); ok {
-				h.swMAC = gw
-			}
-		}
-		if [6]byte(frame[6:12]) != h.swMAC {
-			h.stats.foreign.Add(1)
-			return
-		}
-	}
-	if h.ifindex == 0 {
-		h.ifindex = ifindex
+	if !h.peer.Accept(frame, ifindex) {
+		h.stats.foreign.Add(1)
+		return
 	}
 	h.stats.frames.Add(1)
 	for pr := 0; pr < wire.PFCPriorities; pr++ {
@@ -281,56 +262,23 @@ func (h *Host) account(until, now int64) {
 // of the host's network namespace and applies what arrives until Close.
 // It needs CAP_NET_RAW.
 func (h *Host) Listen() error {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(wire.EtherTypeMACControl)))
-	if err != nil {
-		return fmt.Errorf("PFC frames are read on an AF_PACKET socket, which needs CAP_NET_RAW (run as root): %w", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(wire.EtherTypeMACControl)}); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("binding the PFC socket: %w", err)
-	}
-	tv := unix.Timeval{Usec: 100_000} // only bounds how long Close waits
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return err
-	}
-	h.fd = fd
-	h.done = make(chan struct{})
-	go h.listen()
-	return nil
-}
-
-func (h *Host) listen() {
-	defer close(h.done)
-	buf := make([]byte, 2048)
-	for !h.stop.Load() {
-		n, from, err := unix.Recvfrom(h.fd, buf, 0)
-		if err != nil || n <= 0 {
-			continue
+	l, err := linklocal.Listen(wire.EtherTypeMACControl, 100*time.Millisecond, "PFC frames", func(frame []byte, ifindex int, sent bool) {
+		if frame != nil && !sent {
+			h.handle(frame, ifindex, h.clock())
 		}
-		ll, ok := from.(*unix.SockaddrLinklayer)
-		if !ok || ll.Pkttype == unix.PACKET_OUTGOING {
-			continue // a frame this host sent: the socket sees those too
-		}
-		h.handle(buf[:n], ll.Ifindex, h.clock())
-	}
+	})
+	h.listener = l
+	return err
 }
 
 // Close stops the listener.
 func (h *Host) Close() error {
-	if h.fd < 0 {
-		return nil
-	}
-	h.stop.Store(true)
-	<-h.done
-	err := unix.Close(h.fd)
-	h.fd = -1
-	return err
+	l := h.listener
+	h.listener = nil
+	return l.Close()
 }
 
 // Report prints the stats to w.
 func (h *Host) Report(w io.Writer, name string) {
 	fmt.Fprintf(w, "gsperf %s pfc: %v\n", name, h.Stats())
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
