@@ -13,7 +13,7 @@ import (
 // decode reads the document's structure; validate checks what needs the whole of it.
 func decode(root *yaml.Node) (*Topology, error) {
 	t := &Topology{MetricsBase: DefaultMetricsBase, Mode: ModeL3, switches: map[string]*Switch{}, hosts: map[string]*Host{}}
-	top, err := fields(root, "", "name", "mode", "metrics_base", "fabric_pool", "timescale", "timescale_probe", "defaults", "switches", "hosts", "links")
+	top, err := fields(root, "", "name", "mode", "metrics_base", "fabric_pool", "timescale", "timescale_probe", "defaults", "transport", "designs", "switches", "hosts", "links")
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +57,12 @@ func decode(root *yaml.Node) (*Topology, error) {
 		return nil, err
 	}
 	if err := t.decodeDefaults(top["defaults"]); err != nil {
+		return nil, err
+	}
+	if t.Transport, err = decodeTransport(top["transport"], "transport"); err != nil {
+		return nil, err
+	}
+	if err := t.decodeDesigns(top["designs"]); err != nil {
 		return nil, err
 	}
 	if err := t.decodeSwitches(top["switches"]); err != nil {
@@ -166,7 +172,7 @@ func (t *Topology) decodeHosts(n *yaml.Node) error {
 		if _, dup := t.switches[name]; dup {
 			return fmt.Errorf("%s: %q is also the name of a switch (switch and host names must differ)", path, name)
 		}
-		f, err := fields(vals[i], path, "addr", "gateway", "cc", "mtu", "rto_min", "quickack")
+		f, err := fields(vals[i], path, "addr", "gateway", "cc", "mtu", "rto_min", "quickack", "transport")
 		if err != nil {
 			return err
 		}
@@ -210,6 +216,9 @@ func (t *Topology) decodeHosts(n *yaml.Node) error {
 			}
 		}
 		if err := decodeHostTimers(h, f, path); err != nil {
+			return err
+		}
+		if h.Transport, err = decodeTransport(f["transport"], path+".transport"); err != nil {
 			return err
 		}
 		t.Hosts = append(t.Hosts, h)

@@ -34,6 +34,15 @@
 //     file implies (links carry an alias that marks them as the topology's),
 //     so it also works after a crash.
 //
+// A file's designs: (design.go) name ways of running its fabric: each
+// gives port keys over defaults.port (its mechanisms map says exactly which
+// mechanisms run), switch keys over defaults.switch, and the transport the
+// hosts' gsperf runs (transport.go: -mode, -pfc and more flags, from the
+// top-level transport:, then the design's, then the host's own).
+// Topology.WithDesign puts a topology under one; without one the file runs
+// as written. Up records the design in the state file (UpDesign reads it),
+// and HostTransport gives a host's gsperf flags under the design.
+//
 // Topology and Plan are plain values: safe to read from any goroutine, not
 // to modify concurrently. A Running belongs to the goroutine that called Up
 // (or Attach); Exec may be called from any goroutine.

@@ -53,6 +53,12 @@ type Topology struct {
 	TimescaleProbe time.Duration
 	// Defaults for links, switches and ports.
 	Defaults Defaults
+	// Transport is the top-level transport: of every host (nil: none).
+	Transport *Transport
+	// Designs are the file's designs:, in file order; Design is the one the
+	// topology runs under (WithDesign; nil: the file's defaults as written).
+	Designs  []*Design
+	Design   *Design
 	Switches []*Switch
 	Hosts    []*Host
 	Links    []*Link
@@ -114,6 +120,8 @@ type Host struct {
 	// host's routes; QuickAck turns delayed ACKs off on them.
 	RtoMin   time.Duration
 	QuickAck bool
+	// Transport is the host's own transport:, over the design's (nil: none).
+	Transport *Transport
 }
 
 // Link is one entry of links:, with the defaults applied.
@@ -148,7 +156,8 @@ func Load(path string) (*Topology, error) {
 }
 
 // Parse decodes and validates a topology. Everything Plan checks is checked
-// here too, so a Topology that Parse returns always plans.
+// here too, under the defaults and under every design, so a Topology that
+// Parse returns always plans.
 func Parse(b []byte) (*Topology, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
@@ -166,6 +175,12 @@ func Parse(b []byte) (*Topology, error) {
 	}
 	if _, err := t.Plan(); err != nil {
 		return nil, err
+	}
+	for _, d := range t.Designs {
+		dt, _ := t.WithDesign(d.Name)
+		if _, err := dt.Plan(); err != nil {
+			return nil, fmt.Errorf("designs.%s: %w", d.Name, err)
+		}
 	}
 	return t, nil
 }

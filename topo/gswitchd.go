@@ -117,7 +117,7 @@ func (t *Topology) gswitchdConfig(sp *SwitchPlan) ([]byte, error) {
 		// mechanisms' keys, which this package does not read).
 		set(root, "timescale", scalar(t.Timescale.String()))
 	}
-	swKeys := mergeMaps(t.Defaults.Switch, s.Config)
+	swKeys := t.switchKeys(s)
 	maxMTU := 0
 	for _, port := range sp.Ports {
 		maxMTU = max(maxMTU, port.MTU)

@@ -28,6 +28,10 @@ type Plan struct {
 	// (TimescaleAuto: the file asks Up to choose it; the plan is at 1).
 	Timescale     units.Timescale
 	TimescaleAuto bool
+	// Design is the design the plan runs under ("": the file's defaults as
+	// written); Designs all the file's, in file order.
+	Design  string
+	Designs []string
 	// Namespaces are the hosts' network namespaces, in host order.
 	Namespaces []string
 	Hosts      []*HostPlan
@@ -62,6 +66,9 @@ type HostPlan struct {
 	Switch, Port string
 	// Link is the index of the host's link in links:.
 	Link int
+	// Transport is what the host's gsperf runs under the plan's design
+	// (nil when the file gives no transport: anywhere).
+	Transport *HostTransport
 }
 
 // SwitchPlan is one gswitchd.
@@ -162,7 +169,7 @@ func hostNode(h *Host) uint16 { return 0x8000 | uint16(h.Index) }
 
 // Plan derives what Up makes. For a Topology from Parse or Load it does not fail.
 func (t *Topology) Plan() (*Plan, error) {
-	p := &Plan{Name: t.Name, Mode: t.Mode, Timescale: t.Timescale, TimescaleAuto: t.TimescaleAuto}
+	p := &Plan{Name: t.Name, Mode: t.Mode, Timescale: t.Timescale, TimescaleAuto: t.TimescaleAuto, Design: t.DesignName(), Designs: t.DesignNames()}
 	swPlan := map[string]*SwitchPlan{}
 	for _, s := range t.Switches {
 		sp := &SwitchPlan{Name: s.Name, Index: s.Index, ID: s.ID, Metrics: fmt.Sprintf("127.0.0.1:%d", t.MetricsBase+s.Index)}
@@ -176,6 +183,10 @@ func (t *Topology) Plan() (*Plan, error) {
 			MAC: MAC(t.Name, hostNode(h), 0), Addr: h.Addr, CC: h.CC, MTU: h.MTU, RtoMin: t.hostRtoMin(h), QuickAck: h.QuickAck}
 		if t.Mode == ModeL3 {
 			hp.Gateway = h.Gateway
+		}
+		if t.HasTransport() {
+			ht := t.hostTransport(h)
+			hp.Transport = &ht
 		}
 		p.Hosts = append(p.Hosts, hp)
 		p.Namespaces = append(p.Namespaces, hp.Namespace)
@@ -233,7 +244,7 @@ func (t *Topology) Plan() (*Plan, error) {
 				return nil, fmt.Errorf("links[%d].name_%s: port name %q is already used on switch %s by links[%d] (port names must be unique on a switch; set name_%s)", l.Index, e.key, port.Name, s.Name, j, e.key)
 			}
 			portNames[s.Name][port.Name] = l.Index
-			port.Keys = mergeMaps(t.Defaults.Port, s.Port, e.port)
+			port.Keys = t.portKeys(s.Port, e.port)
 			port.Role = RoleHost
 			if t.switches[e.peer] != nil {
 				port.Role = RoleFabric

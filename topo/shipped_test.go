@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gswitch/gswitch/config"
@@ -11,7 +12,8 @@ import (
 )
 
 // TestShippedTopologies loads and plans every file in topologies/, checks
-// that gswitchd loads each switch's config, and checks what each is for.
+// that gswitchd loads each switch's config (under the file's defaults and
+// under each of its designs), and checks what each is for.
 // They use distinct names and metrics ports, so all of them can be up at
 // once.
 func TestShippedTopologies(t *testing.T) {
@@ -19,7 +21,7 @@ func TestShippedTopologies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bfc-incast.yaml", "bfc-line.yaml", "bfc-testbed.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml", "sfc-dumbbell32.yaml"}
+	want := []string{"bfc-incast.yaml", "bfc-line.yaml", "bfc-testbed.yaml", "designs-incast.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml", "sfc-dumbbell32.yaml"}
 	var got []string
 	for _, f := range files {
 		got = append(got, filepath.Base(f))
@@ -54,6 +56,22 @@ func TestShippedTopologies(t *testing.T) {
 			gswitchdYAML(t, s)
 			if _, err := config.Parse(s.Config); err != nil {
 				t.Errorf("%s %s: gswitchd would refuse its config: %v", f, s.Name, err)
+			}
+		}
+		for _, d := range tp.DesignNames() {
+			dt, err := tp.WithDesign(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dp, err := dt.Plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range dp.Switches {
+				gswitchdYAML(t, s)
+				if _, err := config.Parse(s.Config); err != nil {
+					t.Errorf("%s design %s, switch %s: gswitchd would refuse its config: %v", f, d, s.Name, err)
+				}
 			}
 		}
 		plans[filepath.Base(f)] = p
@@ -134,6 +152,73 @@ func TestShippedTopologies(t *testing.T) {
 			back[fmt.Sprintf("10.1.%d.0/24", i)] = []string{"10.255.0.0"}
 		}
 		checkRoutes(t, p, "sw2", back)
+	})
+	t.Run("designs-incast", func(t *testing.T) {
+		// The fabric of expresspass/incast.yaml, unchanged.
+		xp, err := Load("../topologies/expresspass/incast.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		xpp, _ := xp.Plan()
+		p := plans["designs-incast.yaml"]
+		if len(p.Hosts) != len(xpp.Hosts) || len(p.Veths) != len(xpp.Veths) || len(p.Switches) != 2 || p.Timescale != xpp.Timescale {
+			t.Fatalf("%d hosts, %d links, %d switches, timescale %v; want expresspass/incast.yaml's", len(p.Hosts), len(p.Veths), len(p.Switches), p.Timescale)
+		}
+		for i, h := range p.Hosts {
+			if x := xpp.Hosts[i]; h.Name != x.Name || h.Addr != x.Addr || h.Switch != x.Switch {
+				t.Errorf("host %s %s on %s; expresspass/incast.yaml has %s %s on %s", h.Name, h.Addr, h.Switch, x.Name, x.Addr, x.Switch)
+			}
+		}
+		for i, v := range p.Veths {
+			if x := xpp.Veths[i]; v.Rate != x.Rate || v.Delay != x.Delay || v.A.Node != x.A.Node || v.B.Node != x.B.Node {
+				t.Errorf("links[%d] differs from expresspass/incast.yaml's", i)
+			}
+		}
+		tp, _ := Load("../topologies/designs-incast.yaml")
+		if got, want := tp.DesignNames(), []string{"fifo", "pfc", "dctcp", "dcqcn", "dcqcn-pfc", "hpcc", "hpcc-pfc", "expresspass"}; !slices.Equal(got, want) {
+			t.Fatalf("designs %v, want %v", got, want)
+		}
+		for _, c := range []struct {
+			design string
+			mechs  []string // on every port
+			client string   // s1's and r1's gsperf client flags
+			server string
+		}{
+			{"", nil, "-mode plain", "-mode plain"},
+			{"fifo", nil, "-mode plain", "-mode plain"},
+			{"pfc", []string{"pfc"}, "-mode plain -pfc", "-mode plain"},
+			{"dctcp", []string{"ecn"}, "-mode dctcp", "-mode plain"},
+			{"dcqcn", []string{"ecn"}, "-mode dcqcn", "-mode plain"},
+			{"dcqcn-pfc", []string{"ecn", "pfc"}, "-mode dcqcn -pfc", "-mode plain"},
+			{"hpcc", []string{"int"}, "-mode hpcc", "-mode plain"},
+			{"hpcc-pfc", []string{"int", "pfc"}, "-mode hpcc -pfc", "-mode plain"},
+			{"expresspass", []string{"expresspass"}, "-mode xpass", "-mode xpass -xp-link 10Gbit"},
+		} {
+			dt, err := tp.WithDesign(c.design)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dp, _ := dt.Plan()
+			for _, s := range dp.Switches {
+				for _, port := range s.Ports {
+					if got := mapKeys(lookup(port.Keys, "mechanisms")); !slices.Equal(got, c.mechs) {
+						t.Errorf("design %q: %s port %s runs %v, want %v", c.design, s.Name, port.Name, got, c.mechs)
+					}
+				}
+			}
+			for _, h := range []string{"s1", "r1"} {
+				ht, err := dt.HostTransport(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Join(ht.ClientFlags(), " "); got != c.client {
+					t.Errorf("design %q: %s's client flags %q, want %q", c.design, h, got, c.client)
+				}
+				if got := strings.Join(ht.ServerFlags(), " "); got != c.server {
+					t.Errorf("design %q: %s's server flags %q, want %q", c.design, h, got, c.server)
+				}
+			}
+		}
 	})
 	t.Run("parking-lot", func(t *testing.T) {
 		p := plans["parking-lot.yaml"]

@@ -2,7 +2,9 @@ package topo
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -23,6 +25,8 @@ type state struct {
 	// Timescale is K (absent: 1); TimescaleWhy auto's reasons.
 	Timescale    float64 `json:"timescale,omitempty"`
 	TimescaleWhy string  `json:"timescale_why,omitempty"`
+	// Design is the design the fabric runs under (absent: the file's defaults).
+	Design string `json:"design,omitempty"`
 }
 
 type stateSwitch struct {
@@ -42,6 +46,21 @@ type process struct {
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }
+
+// UpDesign says whether topology t is up (its state file exists in
+// o.StateDir, complete or not) and under which design ("": the file's
+// defaults): what gswitchctl topo transport answers for without -design.
+func UpDesign(t *Topology, o UpOptions) (design string, up bool, err error) {
+	o = o.withDefaults(t)
+	st, err := readState(filepath.Join(o.StateDir, t.Name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return st.Design, true, nil
+}
 
 func (s *state) save(dir string) error {
 	b, err := json.MarshalIndent(s, "", "  ")

@@ -33,6 +33,17 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	case !p.Timescale.One():
 		fmt.Fprintf(tw, "timescale %s: rates and delays are the fabric's; this machine runs rates / %s and times x %s (in brackets)\n", p.Timescale, p.Timescale, p.Timescale)
 	}
+	if len(p.Designs) > 0 {
+		mechs := "none"
+		if ms := p.PortMechanisms(); len(ms) > 0 {
+			mechs = strings.Join(ms, ", ")
+		}
+		if p.Design == "" {
+			fmt.Fprintf(tw, "design: none, the file's defaults as written (its designs: %s; choose one with -design NAME); mechanisms: %s\n", strings.Join(p.Designs, ", "), mechs)
+		} else {
+			fmt.Fprintf(tw, "design %s (of %s); mechanisms: %s\n", p.Design, strings.Join(p.Designs, ", "), mechs)
+		}
+	}
 	fmt.Fprintf(tw, "\nswitches (ports live in the root namespace):\n")
 	for _, s := range p.Switches {
 		fmt.Fprintf(tw, "  %s\tid %d\tmetrics %s\n", s.Name, s.ID, s.Metrics)
@@ -72,6 +83,9 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 		}
 		if h.QuickAck {
 			line += "\tquickack"
+		}
+		if h.Transport != nil {
+			line += "\tgsperf " + h.Transport.String()
 		}
 		fmt.Fprintln(tw, line)
 		for _, r := range h.Routes {

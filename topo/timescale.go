@@ -205,7 +205,7 @@ func (t *Topology) workerSched() (nice int, slice time.Duration, realtime int) {
 	realtime = math.MaxInt
 	all := true
 	for _, s := range t.Switches {
-		keys := mergeMaps(t.Defaults.Switch, s.Config)
+		keys := t.switchKeys(s)
 		rt := 0
 		if v := lookup(keys, "realtime"); v != nil {
 			rt, _ = strconv.Atoi(v.Value) // gswitchd refuses what is not a number

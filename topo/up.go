@@ -78,6 +78,8 @@ type Running struct {
 	// Hosts' gsperf takes the same -timescale.
 	Timescale    units.Timescale
 	TimescaleWhy string
+	// Design is the design the fabric runs under ("": the file's defaults).
+	Design string
 
 	topo *Topology
 	opts UpOptions
@@ -191,7 +193,7 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 		return nil, err
 	}
 	u := &upper{t: t, p: p, o: o, dir: dir, bin: bin, exited: map[int]chan struct{}{}, exitErr: map[int]error{},
-		st: &state{Topology: t.Name, File: absOrEmpty(t.File), Started: time.Now().UTC(), TimescaleWhy: why}}
+		st: &state{Topology: t.Name, File: absOrEmpty(t.File), Started: time.Now().UTC(), TimescaleWhy: why, Design: t.DesignName()}}
 	if !t.Timescale.One() {
 		u.st.Timescale = t.Timescale.K()
 	}
@@ -265,7 +267,7 @@ func absOrEmpty(p string) string {
 
 func (s *state) running(t *Topology, o UpOptions) *Running {
 	dir := filepath.Join(o.StateDir, t.Name)
-	r := &Running{Name: t.Name, Dir: dir, Hosts: s.Hosts, topo: t, opts: o, Timescale: units.Timescale(max(s.Timescale, 1)), TimescaleWhy: s.TimescaleWhy}
+	r := &Running{Name: t.Name, Dir: dir, Hosts: s.Hosts, topo: t, opts: o, Timescale: units.Timescale(max(s.Timescale, 1)), TimescaleWhy: s.TimescaleWhy, Design: s.Design}
 	if !s.NoSwitches {
 		r.Targets = filepath.Join(dir, "targets.json")
 	}

@@ -81,6 +81,9 @@ func (t *Topology) validate() error {
 			return err
 		}
 	}
+	if err := t.checkTransports(); err != nil {
+		return err
+	}
 	if t.Mode == ModeL2 {
 		return t.validateL2()
 	}

@@ -9,9 +9,12 @@
 //
 // These talk to a running gswitchd over its control socket (ctl.go, docs/operations.md).
 //
-//	gswitchctl topo up FILE          bring a topology file up (namespaces, veths, one gswitchd per switch)
+//	gswitchctl topo up FILE [-design NAME]   bring a topology file up (namespaces, veths, one gswitchd per switch)
 //	gswitchctl topo down FILE        remove everything it made
 //	gswitchctl topo show FILE        print the plan
+//	gswitchctl topo check FILE       validate it and every design's gswitchd configs
+//	gswitchctl topo designs FILE     print its design names
+//	gswitchctl topo transport FILE HOST   print the host's gsperf flags under the design
 //	gswitchctl topo exec FILE HOST -- CMD [ARGS...]
 //	gswitchctl topo targets FILE     print the Prometheus file_sd targets
 //

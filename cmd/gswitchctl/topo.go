@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,20 +21,32 @@ import (
 
 const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
 
-  up FILE [-gswitchd PATH] [-state DIR] [-log DIR] [-wait 10s] [-no-switches]
+  up FILE [-design NAME] [-gswitchd PATH] [-state DIR] [-log DIR] [-wait 10s] [-no-switches]
         make the namespaces, veths, addresses, routes and neighbours, start one
         gswitchd per switch, wait until each serves metrics, write
         DIR/<name>/targets.json (Prometheus file_sd); refused when any of it exists.
+        -design: run the file's fabric under that design (its designs:);
+        without it the file's defaults run as written.
         -no-switches: hosts and links only; each switch's config is written to
         DIR/<name>/<switch>.yaml and no gswitchd is started (run your own).
         A topology with timescale: auto first measures this machine (a few
         seconds) and says which timescale it chose and why
-  down FILE [-state DIR]
+  down FILE [-state DIR] [-design NAME]
         stop the topology's gswitchd processes and remove everything it made
-        (also after a crash)
-  show FILE [-configs]
-        print the plan: the timescale, ports, MACs, addresses, routes,
-        neighbours (and each switch's gswitchd YAML)
+        (also after a crash; the same under every design)
+  show FILE [-design NAME] [-configs]
+        print the plan: the timescale, design, ports, MACs, addresses, routes,
+        neighbours, hosts' gsperf flags (and each switch's gswitchd YAML)
+  check FILE
+        validate the file and, under its defaults and each design, every
+        switch's gswitchd config as gswitchd reads it; list the designs
+  designs FILE
+        print the file's design names, one per line
+  transport FILE HOST [-design NAME] [-server] [-state DIR]
+        print the host's gsperf client flags (-server: its server's), one
+        per line: gsperf client $(gswitchctl topo transport FILE HOST) ...
+        Without -design: the design the topology is up under, else the
+        file's defaults
   exec FILE HOST [-state DIR] -- CMD [ARGS...]
         run a command in a host's network namespace
   targets FILE
@@ -59,6 +72,12 @@ func topoMain(args []string) int {
 		return topoExec(args)
 	case "targets":
 		return topoTargets(args)
+	case "check":
+		return topoCheck(args)
+	case "designs":
+		return topoDesigns(args)
+	case "transport":
+		return topoTransport(args)
 	case "help", "-h", "-help", "--help":
 		fmt.Print(topoUsage)
 		return 0
@@ -107,6 +126,20 @@ func load(sub string, pos []string, want int) (*topo.Topology, int) {
 	return t, 0
 }
 
+// loadDesign reads the one FILE argument and puts it under design ("":
+// the file's defaults).
+func loadDesign(sub string, pos []string, want int, design string) (*topo.Topology, int) {
+	t, code := load(sub, pos, want)
+	if t == nil {
+		return nil, code
+	}
+	dt, err := t.WithDesign(design)
+	if err != nil {
+		return nil, fail(fmt.Errorf("%s: %w", pos[0], err))
+	}
+	return dt, 0
+}
+
 // defaultGswitchd is the gswitchd next to this binary, if there is one, else gswitchd on PATH.
 func defaultGswitchd() string {
 	if self, err := os.Executable(); err == nil {
@@ -126,11 +159,12 @@ func topoUp(args []string) int {
 	fs.StringVar(&o.LogDir, "log", "", "directory for the switches' logs (default: the topology's state directory)")
 	fs.DurationVar(&o.Wait, "wait", topo.DefaultWait, "how long to wait for every gswitchd to serve metrics")
 	fs.BoolVar(&o.NoSwitches, "no-switches", false, "bring up hosts and links only; start no gswitchd")
+	design := fs.String("design", "", "run the fabric under this design of the file (default: the file's defaults as written)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("up", err)
 	}
-	t, code := load("up", pos, 1)
+	t, code := loadDesign("up", pos, 1, *design)
 	if t == nil {
 		return code
 	}
@@ -141,7 +175,14 @@ func topoUp(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	fmt.Printf("topology %s is up (mode %s) in %.1f s\n", t.Name, t.Mode, time.Since(start).Seconds())
+	under := ""
+	if t.Design != nil {
+		under = ", design " + t.Design.Name
+	}
+	fmt.Printf("topology %s is up (mode %s%s) in %.1f s\n", t.Name, t.Mode, under, time.Since(start).Seconds())
+	if t.Design == nil && len(t.Designs) > 0 {
+		fmt.Printf("no -design: the file's defaults run as written (its designs: %s)\n", strings.Join(t.DesignNames(), ", "))
+	}
 	if r.TimescaleWhy != "" {
 		fmt.Println(r.TimescaleWhy)
 	}
@@ -156,12 +197,19 @@ func topoUp(args []string) int {
 		fmt.Printf("  switch %-10s pid %-8d metrics http://%s/metrics  config %s  log %s\n", s.Name, s.PID, s.Metrics, s.Config, s.Log)
 	}
 	for _, h := range r.Hosts {
-		fmt.Printf("  host   %-10s netns %-14s %s %s\n", h.Name, h.Namespace, h.Interface, h.Addr)
+		gsperf := ""
+		if ht, err := t.HostTransport(h.Name); err == nil && t.HasTransport() {
+			gsperf = "  gsperf " + ht.String()
+		}
+		fmt.Printf("  host   %-10s netns %-14s %s %s%s\n", h.Name, h.Namespace, h.Interface, h.Addr, gsperf)
 	}
 	if r.Targets != "" {
 		fmt.Printf("Prometheus file_sd targets: %s\n", r.Targets)
 	}
 	fmt.Printf("run a command in a host:    gswitchctl topo exec %s %s -- ping -c 3 ADDR\n", pos[0], r.Hosts[0].Name)
+	if t.HasTransport() {
+		fmt.Printf("a host's gsperf flags:      gswitchctl topo transport %s %s\n", pos[0], r.Hosts[0].Name)
+	}
 	fmt.Printf("take it down:               gswitchctl topo down %s\n", pos[0])
 	return 0
 }
@@ -170,6 +218,10 @@ func topoDown(args []string) int {
 	fs := flags("down")
 	var o topo.UpOptions
 	fs.StringVar(&o.StateDir, "state", topo.DefaultStateDir, "state directory")
+	// Accepted so that a script can give down what it gave up: the names
+	// and sockets are the same under every design, so down goes on even
+	// when the file no longer has the design.
+	design := fs.String("design", "", "the design it was brought up under (changes nothing: down removes the same under every design)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("down", err)
@@ -177,6 +229,9 @@ func topoDown(args []string) int {
 	t, code := load("down", pos, 1)
 	if t == nil {
 		return code
+	}
+	if _, err := t.WithDesign(*design); err != nil {
+		fmt.Fprintf(os.Stderr, "gswitchctl topo down: note: %s: %v; taking it down all the same\n", pos[0], err)
 	}
 	if err := topo.Down(t, o); err != nil {
 		return fail(err)
@@ -216,11 +271,12 @@ func removeStaleSockets(t *topo.Topology, stateDir string) {
 func topoShow(args []string) int {
 	fs := flags("show")
 	configs := fs.Bool("configs", false, "also print each switch's gswitchd YAML")
+	design := fs.String("design", "", "the plan under this design of the file (default: the file's defaults as written)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("show", err)
 	}
-	t, code := load("show", pos, 1)
+	t, code := loadDesign("show", pos, 1, *design)
 	if t == nil {
 		return code
 	}
