@@ -147,6 +147,7 @@ func TestTimescaleFieldsAreDecided(t *testing.T) {
 		"expresspass": nil,
 		"ecn":         {"rtt"},
 		"pfc":         {"watchdog", "watchdog_restore"},
+		"int":         nil,
 	}
 	mechWall := map[string][]string{"bfc": {"budget"}, "pfc": {"response"}}
 	for _, name := range mech.Names() {

@@ -11,4 +11,5 @@ import (
 	_ "github.com/gswitch/gswitch/mech/pfabric"
 	_ "github.com/gswitch/gswitch/mech/pfc"
 	_ "github.com/gswitch/gswitch/mech/sfc"
+	_ "github.com/gswitch/gswitch/mech/telemetry"
 )
