@@ -4,7 +4,7 @@
 // # Model
 //
 // The pipeline is fixed; what runs on a port is a list, as VPP's feature
-// arcs are. A mechanism (AFQ, pFabric, BFC, SFC, ExpressPass, ECN, PFC) is one
+// arcs are. A mechanism (AFQ, pFabric, BFC, SFC, ExpressPass, ECN, PFC, INT) is one
 // package under mech/ that registers a Spec from its init function. The
 // config enables mechanisms per port (`mechanisms: {afq: {...}}`); the
 // switch then builds one Instance of each enabled mechanism, handing it the
