@@ -31,11 +31,18 @@
 # runs; then a row per run. Times are the fabric's (this machine's are K
 # times longer).
 #
+# DESIGNS= runs the same incast under other designs of the file (its
+# designs: section; each sets the ports' mechanisms and the hosts' gsperf
+# transport, read with gswitchctl topo transport), taking turns: the
+# baselines of the paper's section 6 (DCQCN and HPCC, each with and
+# without PFC) beside BFC:
+#
 #   sudo scripts/experiments/bfc-incast.sh              # NS="8 16 32" RUNS=1: 3 runs of 35-50 s, about 2.5 minutes
+#   DESIGNS="bfc dcqcn hpcc dcqcn-pfc hpcc-pfc" NS="16 32" sudo -E scripts/experiments/bfc-incast.sh
 #   RUNS=5 sudo -E scripts/experiments/bfc-incast.sh    # 15 runs: 10-13 minutes
 #
 # NS="8 16 32" (1 to 32), RUNS=1 (every N once per round, the N taking
-# turns), TOTAL=20000000 (bytes, split evenly over the N flows; SIZE= bytes
+# turns), DESIGNS=bfc (designs of the file, taking turns), TOTAL=20000000 (bytes, split evenly over the N flows; SIZE= bytes
 # gives each flow that size instead), HOSTS=bfc (or deaf), WINDOW= (gsperf
 # -init-window; default one BDP at 100 Gbit/s x the base RTT),
 # R1_RATE=50Gbit (r1's link: the congestion is at sw2 -> r1, and sw2's
@@ -59,11 +66,13 @@ done
 [[ $TOTAL =~ ^[0-9]+$ ]] || { echo "$0: TOTAL=$TOTAL: give bytes, e.g. 20000000" >&2; exit 1; }
 [[ $SIZE =~ ^[0-9]*$ ]] || { echo "$0: SIZE=$SIZE: give bytes, e.g. 625000" >&2; exit 1; }
 case $HOSTS in
-bfc) hostargs=(-mode bfc) ;;
-deaf) hostargs=(-mode bfc -bfc-pauses=false) ;;
+bfc | deaf) ;;
 *) echo "$0: HOSTS=$HOSTS: bfc or deaf" >&2; exit 1 ;;
 esac
-[ -z "$WINDOW" ] || hostargs+=(-init-window "$WINDOW")
+DESIGNS=${DESIGNS:-bfc}
+for d in $DESIGNS; do
+	grep -q "^  $d:" topologies/bfc-incast.yaml || { echo "$0: DESIGNS: $d is not a design of topologies/bfc-incast.yaml (see its designs:)" >&2; exit 1; }
+done
 OUT=${OUT:-results-bfc-incast-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -95,22 +104,28 @@ trap 'down; rm -rf "$WORK"' EXIT
 	echo "kernel: $(uname -r); cpus: $(nproc)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "timescale: $K (fabric times; this machine runs them $K times longer)"
-	echo "params: NS=$NS RUNS=$RUNS TOTAL=$TOTAL SIZE=$SIZE HOSTS=$HOSTS WINDOW=$WINDOW R1_RATE=$R1_RATE STEP_US=$STEP_US TIMEOUT=$TIMEOUT LEAD_S=$LEAD_S base RTT $rtt"
+	echo "params: DESIGNS=$DESIGNS NS=$NS RUNS=$RUNS TOTAL=$TOTAL SIZE=$SIZE HOSTS=$HOSTS WINDOW=$WINDOW R1_RATE=$R1_RATE STEP_US=$STEP_US TIMEOUT=$TIMEOUT LEAD_S=$LEAD_S base RTT $rtt"
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/env.txt"
 
-run() { # n run
-	local n=$1 r=$2 d="$OUT/n$1/r$2" size at i sampler pids=() clients=()
+run() { # design n run
+	local design=$1 n=$2 r=$3 d="$OUT/$1/n$2/r$3" size at i sampler pids=() clients=() hostargs=() serverargs=()
 	mkdir -p "$d"
-	echo "== $n senders, run $r"
+	echo "== $design: $n senders, run $r"
 	size=${SIZE:-$((TOTAL / n))}
 	local edits=(-e "s/^name: .*/name: $NAME/" -e "s/^metrics_base: .*/metrics_base: $BASE/" -e "s/^timescale: .*/timescale: $K/")
 	[ -z "$R1_RATE" ] || edits+=(-e "s/^  - {a: r1, b: sw2}/  - {a: r1, b: sw2, rate: $R1_RATE}/")
 	sed "${edits[@]}" topologies/bfc-incast.yaml >"$d/topology.yaml"
 	TOPO="$d/topology.yaml"
-	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" -log "$d" "$TOPO" >"$d/up.txt"
+	"$WORK/gswitchctl" topo up -design "$design" -gswitchd "$WORK/gswitchd" -state "$WORK/state" -log "$d" "$TOPO" >"$d/up.txt"
+	# The design's gsperf flags for the senders (all alike) and the server.
+	mapfile -t hostargs < <("$WORK/gswitchctl" topo transport "$TOPO" s1 -design "$design")
+	mapfile -t serverargs < <("$WORK/gswitchctl" topo transport "$TOPO" r1 -design "$design" -server)
+	[ "$HOSTS" = deaf ] && [ "$design" = bfc ] && hostargs+=(-bfc-pauses=false)
+	[ -z "$WINDOW" ] || hostargs+=(-init-window "$WINDOW")
+	echo "senders: ${hostargs[*]}; server: ${serverargs[*]}" >"$d/transport.txt"
 	local sws=sw1=http://127.0.0.1:$((BASE + 1))/metrics,sw2=http://127.0.0.1:$((BASE + 2))/metrics
-	ip netns exec "$NAME-r1" "$WORK/gsperf" server -bind 10.2.1.1:5500 -report 0 -timescale "$K" >"$d/server.log" 2>&1 &
+	ip netns exec "$NAME-r1" "$WORK/gsperf" server -bind 10.2.1.1:5500 "${serverargs[@]}" -report 0 -timescale "$K" >"$d/server.log" 2>&1 &
 	pids+=($!)
 	ip netns exec "$NAME-s1" ping -c 3 -i 0.2 -q 10.2.1.1 | tail -1 >"$d/ping.txt" || true
 	at=$(($(date +%s%N) + LEAD_S * 1000000000))
@@ -166,16 +181,20 @@ PY
 	fi
 	echo "  $(cut -c1-100 "$d/fidelity.txt")"
 }
+# The designs take turns within each N, and the N within each round, so
+# that a spell of load from elsewhere falls on all of them alike.
 for r in $(seq 1 "$RUNS"); do
 	for n in $NS; do
-		run "$n" "$r"
+		for design in $DESIGNS; do
+			run "$design" "$n" "$r"
+		done
 	done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/env.txt"
-python3 - "$OUT" "$K" "$NS" "$RUNS" "$R1_BITS" "$TOTAL" "$SIZE" <<'PY'
+python3 - "$OUT" "$K" "$NS" "$RUNS" "$R1_BITS" "$TOTAL" "$SIZE" "$DESIGNS" <<'PY'
 import glob, json, statistics, sys
 out, k, ns, runs, r1_bits = sys.argv[1], float(sys.argv[2]), [int(x) for x in sys.argv[3].split()], int(sys.argv[4]), float(sys.argv[5])
-total, size_env = int(sys.argv[6]), sys.argv[7]
+total, size_env, designs = int(sys.argv[6]), sys.argv[7], sys.argv[8].split()
 line_bits = 100e9                                 # every sender's link and the bottleneck (fabric)
 
 def pct(v, p):
@@ -196,9 +215,9 @@ def prom(path):
 def total_of(m, prefix, *want):
     return sum(v for kk, v in m.items() if kk.startswith(prefix) and all(w in kk for w in want))
 
-def one(n, r):
+def one(design, n, r):
     """One run's figures, or None if it left no flows."""
-    d = f"{out}/n{n}/r{r}"
+    d = f"{out}/{design}/n{n}/r{r}"
     meta = {}
     try:
         for kv in open(f"{d}/meta.txt").read().split():
@@ -248,7 +267,10 @@ def one(n, r):
         wire = lambda s: port("sw2", s, "gswitch_port_tx_bytes_total{") + 24 * port("sw2", s, "gswitch_port_tx_packets_total{")
         x["util"] = (wire(W[-1]) - wire(W[0])) * 8 / (r1_bits / k) / (W[-1]["t"] - W[0]["t"])
         integ = lambda s: port("sw1", s, "gswitch_bfc_queue_byte_seconds_total{")
-        x["q1_mean"] = (integ(W[-1]) - integ(W[0])) / (W[-1]["t"] - W[0]["t"])
+        if any(kk.startswith("sw1 gswitch_bfc_queue_byte_seconds_total{") for kk in W[-1]):
+            x["q1_mean"] = (integ(W[-1]) - integ(W[0])) / (W[-1]["t"] - W[0]["t"])
+        else:  # no BFC: the mean of the samples
+            x["q1_mean"] = statistics.mean(q1)
     else:
         x["util"] = x["q1_mean"] = float("nan")
     m1, m2 = prom(f"{d}/metrics-sw1.txt"), prom(f"{d}/metrics-sw2.txt")
@@ -258,6 +280,13 @@ def one(n, r):
     x["random"] = total_of(m1, "gswitch_bfc_assigned_total", 'port="sw2"', 'how="random"')
     x["collisions"] = total_of(m1, "gswitch_bfc_flow_collisions_total", 'port="sw2"')
     x["watchdog"] = total_of(m1, "gswitch_bfc_watchdog_resumes_total") + total_of(m2, "gswitch_bfc_watchdog_resumes_total")
+    # PFC (designs with pfc): frames sent, and the time sw1's port toward sw2
+    # and the hosts' priorities were held by PFC (the switches' count of
+    # the time their queues were paused, in the fabric's us).
+    x["pfc_sw1"] = total_of(m1, "gswitch_pfc_pauses_sent_total") - total_of(m1, "gswitch_pfc_pauses_sent_total", 'port="sw2"')
+    x["pfc_sw2"] = total_of(m2, "gswitch_pfc_pauses_sent_total", 'port="sw1"')
+    x["pfc_paused_us"] = total_of(m1, "gswitch_pfc_paused_seconds_total", 'port="sw2"') / k * 1e6
+    x["marks"] = total_of(m1, "gswitch_ecn_marked_total") + total_of(m2, "gswitch_ecn_marked_total")
     try:
         x["valid"] = bool(json.load(open(f"{d}/fidelity.json"))["valid"])
     except (OSError, ValueError, KeyError):
@@ -279,34 +308,39 @@ def mean_range(xs, fmt="{:.0f}"):
     return s + (f" ({fmt.format(min(xs))}–{fmt.format(max(xs))})" if len(xs) > 1 else "")
 
 size_note = f"each flow {size_env} B" if size_env else f"{total/1e6:g} MB in all, split over the N flows"
-head = [f"BFC incast on topologies/bfc-incast.yaml at timescale {k:g}: N synchronized flows to r1 ({size_note}); times in us of the fabric ({k:g} times longer here).",
+head = [f"Incast on topologies/bfc-incast.yaml at timescale {k:g} under the designs {', '.join(designs)} (the file's designs: switch mechanisms and gsperf transport): N synchronized flows to r1 ({size_note}); times in us of the fabric ({k:g} times longer here).",
         "Means over the runs with a VALID fidelity verdict (* : none was, over all runs), the range over them in brackets.",
-        (f"Queues: sw2 -> r1 ({r1_bits / 1e9:g} Gbit/s) is the bottleneck; sw1 -> sw2 (100 Gbit/s) holds what sw2's pauses push back, sampled; the largest single queue from its watermark." if r1_bits < line_bits
-         else "Queues: sw1 -> sw2 is the bottleneck (N x 100 Gbit/s into 100 Gbit/s), sampled; the largest single queue from its watermark."), "",
-        "| senders | flow size (KB) | incast completion (us) | ideal (us) | FCT mean (us) | FCT min–max (us) | sw1 -> sw2 queued: mean (KB) | p99 (KB) | highest sample (KB) | largest single queue (KB) | sw2 -> r1 highest sample (KB) | drops | pauses sent: sw1 -> hosts / sw2 -> sw1 | flows on a random queue (none empty) | utilisation sw2 -> r1 (%) | incomplete flows | valid runs (fidelity) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        (f"Queues: sw2 -> r1 ({r1_bits / 1e9:g} Gbit/s) is the bottleneck; sw1 -> sw2 (100 Gbit/s) holds what sw2's pauses push back, sampled; the largest single queue from BFC's watermark." if r1_bits < line_bits
+         else "Queues: sw1 -> sw2 is the bottleneck (N x 100 Gbit/s into 100 Gbit/s), sampled; the largest single queue from BFC's watermark."),
+        "Pauses: BFC's pause frames, or PFC's (pfc designs), sw1 -> hosts / sw2 -> sw1; PFC paused: the time sw1's port toward sw2 was held by sw2's PFC.", "",
+        "| senders | design | flow size (KB) | incast completion (us) | ideal (us) | FCT mean (us) | FCT min–max (us) | sw1 -> sw2 queued: mean (KB) | p99 (KB) | highest sample (KB) | largest single queue (KB) | sw2 -> r1 highest sample (KB) | drops | pauses sent: sw1 -> hosts / sw2 -> sw1 | PFC paused sw1 -> sw2 (us) | ECN marks | flows on a random queue (none empty) | utilisation sw2 -> r1 (%) | incomplete flows | valid runs (fidelity) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 rows, per = [], []
 for n in ns:
-    got = [x for r in range(1, runs + 1) if (x := one(n, r)) is not None]
-    valid = [x for x in got if x["valid"]]
-    use, mark = (valid, "") if valid else (got, "*")
-    for r in range(1, runs + 1):
-        x = one(n, r)
-        if x is None:
-            per.append(f"| {n} run {r} | no flows (see n{n}/r{r}) |" + " |" * 10)
+    for design in designs:
+        got = [x for r in range(1, runs + 1) if (x := one(design, n, r)) is not None]
+        valid = [x for x in got if x["valid"]]
+        use, mark = (valid, "") if valid else (got, "*")
+        for r in range(1, runs + 1):
+            x = one(design, n, r)
+            if x is None:
+                per.append(f"| {n} {design} run {r} | no flows (see {design}/n{n}/r{r}) |" + " |" * 10)
+                continue
+            pauses = (x['pauses_sw1'] + x['pfc_sw1'], x['pauses_sw2'] + x['pfc_sw2'])
+            per.append(f"| {n} {design} run {r} | {f(x['completion_us'])} | {f(x['fct_mean'])} | {f(x['q1_p99']/1e3, '{:.1f}')} | {f(x['q1_max']/1e3, '{:.1f}')} | "
+                       f"{f(x['q1_queue_peak']/1e3, '{:.1f}')} | {x['drops']:.0f} | {pauses[0]:.0f} / {pauses[1]:.0f} | {f(x['util']*100, '{:.1f}')} | "
+                       f"{x['incomplete']} | {x['samples']} | {x['verdict'][:70]} |")
+        if not use:
+            rows.append(f"| {n} | {design} | no run left flows |" + " |" * 16 + f" 0 of {runs} |")
             continue
-        per.append(f"| {n} run {r} | {f(x['completion_us'])} | {f(x['fct_mean'])} | {f(x['q1_p99']/1e3, '{:.1f}')} | {f(x['q1_max']/1e3, '{:.1f}')} | "
-                   f"{f(x['q1_queue_peak']/1e3, '{:.1f}')} | {x['drops']:.0f} | {x['pauses_sw1']:.0f} / {x['pauses_sw2']:.0f} | {f(x['util']*100, '{:.1f}')} | "
-                   f"{x['incomplete']} | {x['samples']} | {x['verdict'][:70]} |")
-    if not use:
-        rows.append(f"| {n} | no run left flows |" + " |" * 14 + f" 0 of {runs} |")
-        continue
-    g = lambda key, s=1: [x[key] * s for x in use]
-    rows.append(f"| {n}{mark} | {use[0]['size']/1e3:g} | {mean_range(g('completion_us'))} | {use[0]['ideal_us']:.0f} | {mean_range(g('fct_mean'))} | "
-                f"{f(min(g('fct_min')))}–{f(max(g('fct_max')))} | {mean_range(g('q1_mean', 1e-3), '{:.1f}')} | {mean_range(g('q1_p99', 1e-3), '{:.1f}')} | "
-                f"{mean_range(g('q1_max', 1e-3), '{:.1f}')} | {f(max(g('q1_queue_peak')) / 1e3, '{:.1f}')} | {f(max(g('q2_max')) / 1e3, '{:.1f}')} | "
-                f"{sum(g('drops')):.0f} | {mean_range(g('pauses_sw1'))} / {mean_range(g('pauses_sw2'))} | {mean_range(g('random'))} | "
-                f"{mean_range(g('util', 100), '{:.1f}')} | {sum(g('incomplete'))} | {len(valid)} of {runs} ({len(got)} with flows) |")
+        g = lambda key, s=1: [x[key] * s for x in use]
+        p1 = [x["pauses_sw1"] + x["pfc_sw1"] for x in use]
+        p2 = [x["pauses_sw2"] + x["pfc_sw2"] for x in use]
+        rows.append(f"| {n}{mark} | {design} | {use[0]['size']/1e3:g} | {mean_range(g('completion_us'))} | {use[0]['ideal_us']:.0f} | {mean_range(g('fct_mean'))} | "
+                    f"{f(min(g('fct_min')))}–{f(max(g('fct_max')))} | {mean_range(g('q1_mean', 1e-3), '{:.1f}')} | {mean_range(g('q1_p99', 1e-3), '{:.1f}')} | "
+                    f"{mean_range(g('q1_max', 1e-3), '{:.1f}')} | {f(max(g('q1_queue_peak')) / 1e3, '{:.1f}')} | {f(max(g('q2_max')) / 1e3, '{:.1f}')} | "
+                    f"{sum(g('drops')):.0f} | {mean_range(p1)} / {mean_range(p2)} | {mean_range(g('pfc_paused_us'))} | {mean_range(g('marks'))} | {mean_range(g('random'))} | "
+                    f"{mean_range(g('util', 100), '{:.1f}')} | {sum(g('incomplete'))} | {len(valid)} of {runs} ({len(got)} with flows) |")
 per_head = ["", "Each run:", "",
             "| run | incast completion (us) | FCT mean (us) | sw1 -> sw2 p99 (KB) | highest sample (KB) | largest single queue (KB) | drops | pauses sent sw1 / sw2 | utilisation sw2 -> r1 (%) | incomplete flows | samples | fidelity |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -314,4 +348,4 @@ text = "\n".join(head + rows + per_head + per) + "\n"
 open(f"{out}/summary.md", "w").write(text)
 print(text)
 PY
-echo "results in $OUT (summary.md; each run in nN/rRUN)"
+echo "results in $OUT (summary.md; each run in DESIGN/nN/rRUN)"
