@@ -12,6 +12,8 @@
 #   ingress        BTS from the arrival side ("Ingress BTS")
 #   ingress_cache  SFC: ingress BTS + the near-source cache at sw1
 #   estimator      SFC + the incast estimator at sw1 (destination r1)
+#   dcqcn          no SFC: DCQCN hosts (gsperf -mode dcqcn, CNPs from r1 and r2) over RED marking (the paper's Table 2 baseline)
+#   hpcc           no SFC: HPCC hosts (gsperf -mode hpcc) over INT on every port (the other Table 2 baseline)
 #
 # gsperf runs without congestion control, as the paper's Fig. 1: each
 # sender paced at its line rate, a window larger than its flow, so only a
@@ -62,6 +64,7 @@
 #
 #   NS="8 16 32" REPEAT=5 sudo -E scripts/experiments/sfc-incast.sh      # 90 runs of 25-45 s: about an hour
 #   NS=16 BLOOM="5us 10us 20us" MODES="off ingress_cache" REPEAT=5 sudo -E scripts/experiments/sfc-incast.sh   # 20 runs, 10 minutes
+#   MODES="off ingress_cache dcqcn hpcc" sudo -E scripts/experiments/sfc-incast.sh   # SFC against its baselines
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
@@ -164,35 +167,43 @@ run() {
 	fi
 	mkdir -p "$d"
 	case $what in
-	tcp | off) keys="{mode: off, rtt: $SFC_RTT}" ;;
+	tcp | off | dcqcn | hpcc) keys="{mode: off, rtt: $SFC_RTT}" ;;
 	estimator) keys="{mode: ingress_cache, rtt: $SFC_RTT, estimator: true, estimator_destinations: [10.2.1.1], estimator_rate: 100Gbit}" ;;
 	ingress_cache-bloom*) keys="{mode: ingress_cache, rtt: $SFC_RTT, bloom_reset: ${what#ingress_cache-bloom}}" ;;
 	*) keys="{mode: $mode, rtt: $SFC_RTT}" ;;
 	esac
-	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys}|" -e "s|^timescale: .*|timescale: $K|" "$TOPOLOGY" >"$TOPO"
+	# The baselines' switch side beside SFC's measuring: DCQCN's RED marking
+	# (mech/ecn's defaults: DCQCN's kmin 5 KB, kmax 200 KB, pmax 1%) or INT.
+	local extra=
+	case $mode in dcqcn) extra=", ecn: {mode: red}" ;; hpcc) extra=", int: {}" ;; esac
+	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys$extra}|" -e "s|^timescale: .*|timescale: $K|" "$TOPOLOGY" >"$TOPO"
 	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" >"$d/up.log"
 	# Every sender reaches r1 (and the switches have resolved everything) before the clock starts.
 	for i in $(seq 1 $N); do ip netns exec "$(ns s$i)" ping -c 1 -W 1 10.2.1.1 >/dev/null; done
 	ip netns exec "$(ns b1)" ping -c 1 -W 1 10.2.2.1 >/dev/null
 	ip netns exec "$(ns s1)" ping -c 20 -i 0.01 -q 10.2.1.1 | tail -1 >"$d/ping.txt"
-	local pids=() clients=() watch at start gmode keys i p
+	local pids=() clients=() watch at start gmode keys i p smode=plain
+	[ "$mode" = dcqcn ] && smode=dcqcn # DCQCN's receivers send CNPs
 	if [ "$mode" = tcp ]; then
 		for i in $(seq 1 $N); do
 			ip netns exec "$(ns r1)" iperf3 -s -1 -p $((5200 + i)) >/dev/null 2>&1 &
 			ip netns exec "$(ns s$i)" tc qdisc replace dev eth0 root tbf rate "$WALL_RATE" burst 4kb latency 50ms
 		done
 	else
-		ip netns exec "$(ns r1)" "$G" server -bind 10.2.1.1:5500 -timescale "$K" >"$d/server-r1.log" 2>&1 &
+		ip netns exec "$(ns r1)" "$G" server -bind 10.2.1.1:5500 -mode "$smode" -timescale "$K" >"$d/server-r1.log" 2>&1 &
 		pids+=($!)
 	fi
-	ip netns exec "$(ns r2)" "$G" server -bind 10.2.2.1:5500 -timescale "$K" >"$d/server-r2.log" 2>&1 &
+	ip netns exec "$(ns r2)" "$G" server -bind 10.2.2.1:5500 -mode "$smode" -timescale "$K" >"$d/server-r2.log" 2>&1 &
 	pids+=($!)
 	sleep 0.5
 	gmode=sfc
-	case $mode in tcp | off) gmode=plain ;; esac
+	case $mode in tcp | off) gmode=plain ;; dcqcn | hpcc) gmode=$mode ;; esac
 	# No congestion control (Fig. 1 is "without CC"): a window larger than any flow, so the senders run at
 	# their line rate (the pacer) unless a BTS pauses them; no loss is expected, so a long timeout.
-	common=(-timescale "$K" -rate 100Gbit -pace 100Gbit -pace-burst $PACE_BURST -base-rtt $BASE_RTT -init-window 4MB -rto 1ms -timeout 5ms)
+	# DCQCN and HPCC (the paper's Table 2 baselines) keep their own windows.
+	local win=(-init-window 4MB)
+	case $mode in dcqcn | hpcc) win=() ;; esac
+	common=(-timescale "$K" -rate 100Gbit -pace 100Gbit -pace-burst $PACE_BURST -base-rtt $BASE_RTT "${win[@]}" -rto 1ms -timeout 5ms)
 	# Every client waits for its instant: starting 17 processes takes seconds on a loaded machine.
 	at=$(($(date +%s%N) + LEAD_S * 1000000000))
 	echo "incast_at_ns=$at" >"$d/meta.txt"

@@ -347,6 +347,8 @@ var labels = map[string]string{
 	"ingress":       "ingress BTS",
 	"ingress_cache": "ingress BTS + cache (SFC)",
 	"estimator":     "SFC + estimator",
+	"dcqcn":         "no SFC, DCQCN (RED marking)",
+	"hpcc":          "no SFC, HPCC (INT)",
 }
 
 func table(w io.Writer, rows []*row) {
