@@ -47,8 +47,9 @@ func parseClient(args []string) (*clientSetup, error) {
 	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown (fabric rate)")
 	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
 	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
-	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020), xpass (one segment per ExpressPass credit; the server runs -mode xpass) or dctcp (plain with DCTCP's window: datagrams sent ECN-capable, the window cut by the fraction of them the switches mark CE; any plain server echoes the marks)")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020), xpass (one segment per ExpressPass credit; the server runs -mode xpass), dctcp (plain with DCTCP's window: datagrams sent ECN-capable, the window cut by the fraction of them the switches mark CE; any plain server echoes the marks) or hpcc (plain's loss recovery with HPCC's window and rate, from the INT records the switches' int ports write into each data segment's reserved slots (-int-hops) and any plain server echoes: W_init = -pace (else -rate) x -base-rtt, T = -base-rtt, -init-window does not apply; -hpcc-* flags)")
 	dctcpG := fs.Float64("dctcp-g", transport.DefaultDCTCPG, "dctcp: the gain g of the estimate of the marked fraction, alpha = (1-g) alpha + g F once per window (the paper's 1/16)")
+	hpccf := addHPCCFlags(fs)
 	bfcf := addBFCFlags(fs, clock)
 	pfcf := addPFCFlags(fs)
 	rtt := clock.duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
@@ -134,12 +135,19 @@ func parseClient(args []string) (*clientSetup, error) {
 	if c.pfc, c.pfcConfig, err = pfcf.host(*mode, clock.wallBits(link)); err != nil {
 		return nil, err
 	}
+	var hpccConfig transport.HPCCConfig
+	var hpccParams map[string]string
+	if m == transport.HPCC { // W_init is the host's line (as PFC's quanta) x T, on this machine's clock
+		if hpccConfig, hpccParams, err = hpccf.config(float64(clock.wallBits(link)), rtt.Wall.Nanoseconds()); err != nil {
+			return nil, err
+		}
+	}
 	// From here on every time and rate is on the wall clock.
 	t := c.timers
 	p := udp.Plan{Src: *src, Dsts: dsts, Workload: *wl, FixedSize: fixed, Flows: *flows, Load: *load, RateBits: float64(clock.wallBits(rb)),
 		Arrivals: *arr, Seed: *seed, Mode: m, BaseRTT: rtt.Wall, RTO: rto.Wall, MaxRTO: t.MaxRTO, FlowIDBase: *idBase, Timeout: timeout.Wall,
 		InitWindow: int(iw), Timeline: timeline.Wall, Pace: float64(clock.wallBits(paceBits)), PaceBurst: *paceBurst,
-		XPSender: t.XPSender, XPLinger: t.XPLinger, DCTCPG: *dctcpG}
+		XPSender: t.XPSender, XPLinger: t.XPLinger, DCTCPG: *dctcpG, HPCC: hpccConfig}
 	switch {
 	case rto.Fabric != 0:
 	case m == transport.PFabric:
@@ -171,6 +179,9 @@ func parseClient(args []string) (*clientSetup, error) {
 	}
 	if m == transport.DCTCP {
 		c.params["dctcp_g"] = fmt.Sprint(*dctcpG)
+	}
+	for k, v := range hpccParams {
+		c.params[k] = v
 	}
 	if c.pfc != nil {
 		c.params["pfc"] = "true"
@@ -267,6 +278,9 @@ func client(args []string) error {
 		run.Params["dctcp_ece_acks"] = fmt.Sprint(ece)
 		run.Params["dctcp_reductions"] = fmt.Sprint(cuts)
 		fmt.Fprintf(os.Stderr, "gsperf %s: dctcp: %d acks echoed a CE mark, %d window cuts\n", p.Src, ece, cuts)
+	}
+	if c.mode == "hpcc" {
+		hpccFinish(recs, p.Src, run.Params, os.Stderr)
 	}
 	run.Fidelity = c.fid.end()
 	return finish(run, c.out, c.csv)

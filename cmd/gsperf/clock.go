@@ -20,7 +20,7 @@ import (
 //	value                                      clock   default
 //	client -rate                               fabric  1Gbit (load, slowdown's ideal time)
 //	client -pace                               fabric  unpaced (the host's NIC)
-//	client -base-rtt                           fabric  200us (slowdown, BDP windows)
+//	client -base-rtt                           fabric  200us (slowdown, BDP windows; hpcc: T)
 //	client -rto                                fabric  plain 10ms, pfabric 3 x base-rtt, bfc max(10ms, 10 x base-rtt)
 //	client -timeout                            fabric  60s
 //	client -timeline                           fabric  off
@@ -57,6 +57,9 @@ import (
 //	                                                   machine (-pace, else -rate, / K): the fabric's pause x K,
 //	                                                   as the switch sends it at its port's wall rate
 //	measured RTTs, feedback period, gaps       wall    measured on this machine (they scale by themselves)
+//	hpcc: INT hops' ts and rates               wall    the switch's clock and its ports' rates on this machine, used only
+//	                                                   in ratios with T (-base-rtt x K) and each other; W_init and
+//	                                                   -hpcc-wai are bytes, the same on both clocks
 //
 // Byte counts (windows, -init-window, buffers, -size) and counts are the
 // same on both clocks.

@@ -21,8 +21,10 @@
 // Flows run over UDP with gsperf's own transport (perf/transport): plain
 // (window-based with loss recovery), pfabric (the host side of pFabric:
 // remaining size as priority, BDP initial window, fixed small timeout,
-// probe mode) or dctcp (plain, ECN-capable, with DCTCP's window: every
-// server echoes CE marks).
+// probe mode), dctcp (plain, ECN-capable, with DCTCP's window: every
+// server echoes CE marks) or hpcc (plain's loss recovery with HPCC's
+// window and rate from in-band telemetry: every server echoes the INT
+// option of a segment in its ack).
 package main
 
 import (
@@ -87,7 +89,7 @@ func server(args []string) error {
 	clock := addClock(fs)
 	idle := clock.duration("idle-timeout", udp.DefaultIdleTimeout, "forget an incomplete flow after this long without a segment")
 	report := fs.Duration("report", 10*time.Second, "print the counters to stderr this often when they changed (0: only at exit, to stdout) (wall time)")
-	mode := fs.String("mode", "plain", "plain (acknowledge what arrives, echoing CE marks: what pfabric and dctcp senders need; dctcp is a name for it) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
+	mode := fs.String("mode", "plain", "plain (acknowledge what arrives, echoing CE marks and INT options: what pfabric, dctcp and hpcc senders need; dctcp and hpcc are names for it) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
 	xp := addXPFlags(fs)
 	fid := addFidelityFlags(fs)
 	fs.Parse(args)
@@ -97,10 +99,10 @@ func server(args []string) error {
 	timers := timersAt(clock.Scale)
 	switch *mode {
 	case "plain", "xpass":
-	case "dctcp":
-		*mode = "plain" // a plain server echoes the marks DCTCP's senders need
+	case "dctcp", "hpcc":
+		*mode = "plain" // a plain server echoes the marks DCTCP's senders need and the INT HPCC's read
 	default:
-		return fmt.Errorf("-mode: %q (the server runs plain or xpass; pfabric and dctcp senders need a plain server)", *mode)
+		return fmt.Errorf("-mode: %q (the server runs plain or xpass; pfabric, dctcp and hpcc senders need a plain server)", *mode)
 	}
 	var xc udp.XPassConfig
 	if *mode == "xpass" {

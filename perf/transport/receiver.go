@@ -1,6 +1,9 @@
 package transport
 
-import "github.com/gswitch/gswitch/perf/proto"
+import (
+	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/wire/gsperf"
+)
 
 // MaxFlowSize is the largest flow size a receiver accepts: 2^50 bytes (a
 // pebibyte). A header announcing more, or 0, is not from a gsperf sender;
@@ -72,7 +75,8 @@ type Receiver struct {
 	pendHW  int               // most entries pending has held since it was made
 	held    int64             // charged: pendB + SegmentOverhead*pendHW
 	lim     Limits
-	buf     []byte
+	buf     []byte     // the ack: header, and room for an echoed INT option
+	echo    gsperf.INT // the INT option of the segment being answered (OnPacketINT), nil if none
 
 	First    int64 // arrival of the first segment
 	Last     int64 // when the last byte was delivered in order
@@ -83,6 +87,7 @@ type Receiver struct {
 	Invalid  uint64 // segments whose header disagrees with the flow
 	Segments uint64
 	Marked   uint64 // data segments that arrived CE-marked (their acks echo it: FlagECE)
+	Echoed   uint64 // acks that echoed their segment's INT option (HPCC)
 }
 
 // NewReceiver returns a receiver for flow that holds up to
@@ -94,7 +99,7 @@ func NewLimitedReceiver(flow uint64, l Limits) *Receiver {
 	if l.FlowPending <= 0 {
 		l.FlowPending = DefaultFlowPending
 	}
-	return &Receiver{flow: flow, lim: l, buf: make([]byte, proto.HeaderLen)}
+	return &Receiver{flow: flow, lim: l, buf: make([]byte, proto.HeaderLen+gsperf.INTLen(gsperf.MaxINTHops))}
 }
 
 // Delivered is the number of bytes delivered in order.
@@ -164,8 +169,7 @@ func (r *Receiver) OnPacketCE(h proto.Header, payload []byte, ce bool, now int64
 		return
 	}
 	ack.Ack = r.inOrder
-	ack.Encode(r.buf)
-	out(r.buf)
+	out(r.encodeAck(&ack))
 }
 
 // inFlow reports whether n bytes at off lie within a flow of size bytes

@@ -20,6 +20,14 @@
 //     cutting its window by the extent of the congestion the receiver
 //     echoes (Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010,
 //     section 3; dctcp.go).
+//   - HPCC: the plain sender's loss recovery under HPCC's window and
+//     rate, computed on every ack from the in-band telemetry its data
+//     segments collect and its receiver echoes (Li et al., "HPCC: High
+//     Precision Congestion Control", SIGCOMM 2019, Algorithm 1; hpcc.go).
+//     Each data segment reserves INT slots after the fixed header
+//     (wire/gsperf's INT option); every receiver copies the option of a
+//     segment into its ack (Receiver.OnPacketINT), whatever its flow's
+//     mode, so a plain server serves HPCC senders.
 //
 // # Extending the sender
 //
@@ -36,6 +44,7 @@ import (
 	"fmt"
 
 	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 // Mode selects the sender's congestion control.
@@ -46,11 +55,12 @@ const (
 	PFabric
 	XPass // ExpressPass: one segment per credit from the receiver (package perf/xpass, not this Sender)
 	DCTCP // plain with DCTCP's response to ECN marks (dctcp.go); the caller sends its datagrams ECT(0)
+	HPCC  // plain's loss recovery with HPCC's window and rate from INT (hpcc.go); data segments carry an INT option
 )
 
-func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass", "dctcp"}[m] }
+func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass", "dctcp", "hpcc"}[m] }
 
-// ParseMode reads "plain", "pfabric", "xpass" or "dctcp".
+// ParseMode reads "plain", "pfabric", "xpass", "dctcp" or "hpcc".
 func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "plain", "":
@@ -61,8 +71,10 @@ func ParseMode(s string) (Mode, error) {
 		return XPass, nil
 	case "dctcp":
 		return DCTCP, nil
+	case "hpcc":
+		return HPCC, nil
 	}
-	return Plain, fmt.Errorf("mode %q (use plain, pfabric, xpass or dctcp)", s)
+	return Plain, fmt.Errorf("mode %q (use plain, pfabric, xpass, dctcp or hpcc)", s)
 }
 
 // Default timers of the plain sender, in ns. Both are protocol timers (a
@@ -85,6 +97,8 @@ type Config struct {
 	// of marked bytes in alpha, from 0 (exclusive) to 1 (default
 	// DefaultDCTCPG, 1/16).
 	DCTCPG float64
+	// HPCC configures -mode hpcc (hpcc.go); zero fields take its defaults.
+	HPCC HPCCConfig
 	// Mech is the gsperf header's mechanism field of every data segment and
 	// probe (BFC: the flow's queue id, wire.MechBFC); 0 in other modes.
 	Mech uint64
@@ -166,6 +180,8 @@ type Sender struct {
 	rto      int64 // current timeout, backed off on consecutive timeouts (plain)
 	buf      []byte
 	dc       *dctcp // DCTCP's state; nil in other modes
+	hp       *hpcc  // HPCC's state; nil in other modes
+	hdrLen   int    // a data segment's header length: proto.HeaderLen, plus the INT option in HPCC mode
 	// cwndLimited: the window, not the gate or the data, limited the last
 	// Poll (DCTCP: a window the sender does not fill is not grown).
 	cwndLimited bool
@@ -188,17 +204,21 @@ func NewSender(cfg Config, flow, size uint64, now int64) *Sender {
 	}
 	s := &Sender{cfg: cfg, flow: flow, size: size, gate: openGate{}, segs: make([]uint8, nseg),
 		cwnd: float64(cfg.InitWindow), ssthresh: float64(cfg.MaxWindow), Start: now, rto: cfg.RTO,
-		buf: make([]byte, proto.HeaderLen+cfg.MSS)}
+		hdrLen: proto.HeaderLen}
 	if cfg.Mode == DCTCP {
 		s.dc = newDCTCP(cfg.DCTCPG)
 	}
+	if cfg.Mode == HPCC {
+		s.startHPCC()
+	}
+	s.buf = make([]byte, s.hdrLen+cfg.MSS)
 	return s
 }
 
 // tcp reports whether the sender recovers from loss as TCP does (adaptive
 // timeout with backoff, fast retransmit): plain and DCTCP, which keeps
-// TCP's loss response.
-func (s *Sender) tcp() bool { return s.cfg.Mode == Plain || s.cfg.Mode == DCTCP }
+// TCP's loss response, and HPCC, which keeps its recovery (not its cuts).
+func (s *Sender) tcp() bool { return s.cfg.Mode == Plain || s.cfg.Mode == DCTCP || s.cfg.Mode == HPCC }
 
 // Gate sets the gate asked before each segment (nil: always open).
 func (s *Sender) Gate(g Gate) {
@@ -249,7 +269,7 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 			s.cwndLimited = true
 			break
 		}
-		if ok, wake := s.gate.Allow(now, n); !ok {
+		if ok, wake := s.allow(now, n); !ok {
 			if wake != 0 && (s.timer == 0 || wake < s.timer) {
 				return wake
 			}
@@ -274,9 +294,9 @@ func (s *Sender) send(i int, now int64, out func([]byte)) {
 		h.Flags |= proto.FlagRetx
 		s.Retransmits++
 	}
-	h.Encode(s.buf)
-	Fill(s.buf[proto.HeaderLen:proto.HeaderLen+n], s.flow, off)
-	out(s.buf[:proto.HeaderLen+n])
+	hl := s.encodeData(&h, n, now)
+	Fill(s.buf[hl:hl+n], s.flow, off)
+	out(s.buf[:hl+n])
 	s.Sent++
 	s.segs[i] = segInFlight
 	s.inflight += int64(n)
@@ -292,7 +312,9 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	if s.timeouts == 1 { // as TCP does, only the first of consecutive timeouts lowers ssthresh
 		s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
 	}
-	s.cwnd = float64(s.cfg.MSS)
+	if s.hp == nil { // HPCC's window is the telemetry's alone
+		s.cwnd = float64(s.cfg.MSS)
+	}
 	s.dupAcks = 0
 	if s.dc != nil {
 		s.dc.lossCut(s.nxt)
@@ -346,7 +368,12 @@ func (s *Sender) sendProbe(now int64, out func([]byte)) {
 }
 
 // OnAck processes an ack or probe ack that arrived at now.
-func (s *Sender) OnAck(h proto.Header, now int64) {
+func (s *Sender) OnAck(h proto.Header, now int64) { s.OnAckINT(h, nil, now) }
+
+// OnAckINT is OnAck for an ack that carries the INT option o (the view
+// gsperf.Header(b).INT() of the datagram b, nil if none): in HPCC mode its
+// hops set the window and the rate (hpcc.go); other modes ignore it.
+func (s *Sender) OnAckINT(h proto.Header, o gsperf.INT, now int64) {
 	if s.Done() || h.Flow != s.flow {
 		return
 	}
@@ -382,11 +409,15 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 	// DCTCP: the marks counted and, on an echoed mark, the window cut
 	// (an ack that cuts the window does not also grow it).
 	cut := s.dc != nil && s.dc.onAck(s, h, newly, more)
+	if s.hp != nil {
+		s.hp.onAck(s, h.Ack, o)
+	}
 	if s.una > oldUna || newly > 0 {
 		s.timeouts = 0
 		// Slow start below ssthresh, additive increase above it.
 		switch {
 		case cut: // DCTCP's cut is this ack's whole effect on the window
+		case s.hp != nil: // HPCC's window is set by the telemetry alone
 		case s.dc != nil && !s.cwndLimited && 2*(s.inflight+int64(newly)) < int64(s.cwnd):
 			// DCTCP runs paced (gsperf -pace, a host NIC's rate): a window
 			// the pacer keeps half empty is not grown (RFC 7661's
@@ -422,7 +453,7 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 			// ECN cut is congestion that cut already answered (at most
 			// one reduction per window: RFC 3168 section 6.1.2, as
 			// Linux skips the reduction in CWR): retransmit only.
-			if s.dc == nil || !s.dc.cutBefore(s.una) {
+			if s.hp == nil && (s.dc == nil || !s.dc.cutBefore(s.una)) { // HPCC retransmits only
 				s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
 				s.cwnd = s.ssthresh
 				if s.dc != nil {

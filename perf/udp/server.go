@@ -12,6 +12,7 @@ import (
 
 	"github.com/gswitch/gswitch/perf/proto"
 	"github.com/gswitch/gswitch/perf/transport"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 // Server defaults (ServerConfig's zero fields).
@@ -185,7 +186,7 @@ func (s *Server) HandleCE(b []byte, from netip.AddrPort, ce bool, now int64, out
 	}
 	r := f.r
 	corrupt, refused, starved, invalid, marked := r.Corrupt, r.Refused, r.Starved, r.Invalid, r.Marked
-	r.OnPacketCE(h, payload, ce, now, out)
+	r.OnPacketINT(h, payload, gsperf.Header(b).INT(), ce, now, out) // HPCC's senders read the INT option back in the ack
 	s.st.Marked += r.Marked - marked
 	s.st.Corrupt += r.Corrupt - corrupt
 	s.st.RefusedFlow += r.Refused - refused

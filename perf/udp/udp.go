@@ -33,6 +33,7 @@ import (
 	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/workload"
 	"github.com/gswitch/gswitch/perf/xpass"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 // Plan is a client's schedule of flows.
@@ -52,6 +53,10 @@ type Plan struct {
 	RTO        time.Duration
 	MaxRTO     time.Duration // plain: the backed-off timeout's cap (0: transport.DefaultMaxRTO)
 	DCTCPG     float64       // dctcp: the gain g (0: transport.DefaultDCTCPG)
+	// HPCC configures hpcc flows (zero fields: transport's defaults). Run
+	// shortens their segments by the INT option, so frames stay 1514
+	// bytes, and sets the wire overhead their rate is charged with.
+	HPCC       transport.HPCCConfig
 	FlowIDBase uint64
 	Timeout    time.Duration // give up on flows still running this long after the last start
 	Timeline   time.Duration // record each flow's acknowledged bytes at this step (0: off)
@@ -123,13 +128,20 @@ func Run(p Plan) ([]results.Flow, error) {
 	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
 		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
 	}
+	overhead := Overhead
+	if p.Mode == transport.HPCC {
+		cfg.HPCC = p.HPCC
+		opt := INTLen(p.HPCC.Hops)
+		cfg.MSS, overhead = MSS-opt, Overhead+opt
+		cfg.HPCC.Overhead = overhead
+	}
 	var pacer *transport.Pacer
 	if p.Pace > 0 {
 		burst := p.PaceBurst
 		if burst <= 0 {
 			burst = PaceBurst
 		}
-		pacer = transport.NewPacer(p.Pace, Overhead, burst*(MSS+Overhead))
+		pacer = transport.NewPacer(p.Pace, overhead, burst*(MSS+Overhead))
 	}
 	recs := make([]results.Flow, p.Flows)
 	var wg sync.WaitGroup
@@ -225,7 +237,7 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	buf := make([]byte, 2048)
 	onAck := func(n int) {
 		if h, _, err := proto.Decode(buf[:n]); err == nil {
-			s.OnAck(h, clock())
+			s.OnAckINT(h, gsperf.Header(buf[:n]).INT(), clock()) // the INT option HPCC's acks echo (nil: none)
 		}
 	}
 	// drain hands the sender every ack already waiting in the socket, so a
@@ -298,6 +310,9 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	r.Retransmits, r.Timeouts = s.Retransmits, s.Timeouts
 	if cfg.Mode == transport.DCTCP {
 		r.Mech = map[string]uint64{"ece_acks": s.ECEAcks, "reductions": s.Reductions, "alpha_ppm": uint64(math.Round(s.Alpha() * 1e6))}
+	}
+	if st, ok := s.HPCC(); ok {
+		r.Mech = hpccMech(st)
 	}
 	if step > 0 {
 		r.Timeline = append(r.Timeline, s.Acked())
