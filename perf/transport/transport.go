@@ -20,6 +20,13 @@
 //     cutting its window by the extent of the congestion the receiver
 //     echoes (Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010,
 //     section 3; dctcp.go).
+//   - DCQCN: a rate-based sender (Zhu et al., "Congestion Control for
+//     Large-Scale RDMA Deployments", SIGCOMM 2015, section 3.1;
+//     dcqcn.go), whose datagrams the caller sends ECN-capable: it starts
+//     at line rate, cuts its rate on each CNP a receiver sends for CE
+//     segments (Receiver.SendCNPs) and raises it again by a timer and a
+//     byte counter; the plain sender's loss recovery runs underneath, in
+//     a fixed window.
 //
 // # Extending the sender
 //
@@ -46,11 +53,12 @@ const (
 	PFabric
 	XPass // ExpressPass: one segment per credit from the receiver (package perf/xpass, not this Sender)
 	DCTCP // plain with DCTCP's response to ECN marks (dctcp.go); the caller sends its datagrams ECT(0)
+	DCQCN // DCQCN's rate machine over plain's loss recovery (dcqcn.go); the caller sends its datagrams ECT(0)
 )
 
-func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass", "dctcp"}[m] }
+func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass", "dctcp", "dcqcn"}[m] }
 
-// ParseMode reads "plain", "pfabric", "xpass" or "dctcp".
+// ParseMode reads "plain", "pfabric", "xpass", "dctcp" or "dcqcn".
 func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "plain", "":
@@ -61,8 +69,10 @@ func ParseMode(s string) (Mode, error) {
 		return XPass, nil
 	case "dctcp":
 		return DCTCP, nil
+	case "dcqcn":
+		return DCQCN, nil
 	}
-	return Plain, fmt.Errorf("mode %q (use plain, pfabric, xpass or dctcp)", s)
+	return Plain, fmt.Errorf("mode %q (use plain, pfabric, xpass, dctcp or dcqcn)", s)
 }
 
 // Default timers of the plain sender, in ns. Both are protocol timers (a
@@ -76,7 +86,7 @@ const (
 type Config struct {
 	Mode        Mode
 	MSS         int   // payload bytes per segment (default 1400)
-	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP)
+	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP); DCQCN: the fixed window
 	RTO         int64 // plain and DCTCP: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
 	MaxRTO      int64 // plain and DCTCP: the exponential backoff's cap in ns (default DefaultMaxRTO)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
@@ -85,6 +95,9 @@ type Config struct {
 	// of marked bytes in alpha, from 0 (exclusive) to 1 (default
 	// DefaultDCTCPG, 1/16).
 	DCTCPG float64
+	// DCQCN configures a DCQCN sender's rate machine (zero fields: the
+	// paper's constants, DefaultDCQCN).
+	DCQCN DCQCNConfig
 	// Mech is the gsperf header's mechanism field of every data segment and
 	// probe (BFC: the flow's queue id, wire.MechBFC); 0 in other modes.
 	Mech uint64
@@ -166,6 +179,7 @@ type Sender struct {
 	rto      int64 // current timeout, backed off on consecutive timeouts (plain)
 	buf      []byte
 	dc       *dctcp // DCTCP's state; nil in other modes
+	rp       *dcqcn // DCQCN's rate machine; nil in other modes
 	// cwndLimited: the window, not the gate or the data, limited the last
 	// Poll (DCTCP: a window the sender does not fill is not grown).
 	cwndLimited bool
@@ -177,6 +191,9 @@ type Sender struct {
 	// they caused (at most one per window of data). Alpha reads the
 	// estimate of the congestion.
 	ECEAcks, Reductions uint64
+	// DCQCN: the CNPs received, and the rate cuts they made (a CNP at
+	// the minimum rate cuts nothing).
+	CNPs, RateCuts uint64
 }
 
 // NewSender starts a flow of size bytes at now.
@@ -192,13 +209,17 @@ func NewSender(cfg Config, flow, size uint64, now int64) *Sender {
 	if cfg.Mode == DCTCP {
 		s.dc = newDCTCP(cfg.DCTCPG)
 	}
+	if cfg.Mode == DCQCN {
+		s.rp = newDCQCN(cfg.DCQCN, cfg.MSS, now)
+	}
 	return s
 }
 
 // tcp reports whether the sender recovers from loss as TCP does (adaptive
 // timeout with backoff, fast retransmit): plain and DCTCP, which keeps
-// TCP's loss response.
-func (s *Sender) tcp() bool { return s.cfg.Mode == Plain || s.cfg.Mode == DCTCP }
+// TCP's loss response, and DCQCN, which keeps its recovery (its window
+// and rate do not answer a loss).
+func (s *Sender) tcp() bool { return s.cfg.Mode == Plain || s.cfg.Mode == DCTCP || s.cfg.Mode == DCQCN }
 
 // Gate sets the gate asked before each segment (nil: always open).
 func (s *Sender) Gate(g Gate) {
@@ -249,6 +270,16 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 			s.cwndLimited = true
 			break
 		}
+		// DCQCN's rate first: asked, not charged, so that a gate that
+		// refuses after it costs it nothing.
+		if s.rp != nil {
+			if ok, wake := s.rp.ready(now, n); !ok {
+				if s.timer == 0 || wake < s.timer {
+					return wake
+				}
+				break
+			}
+		}
 		if ok, wake := s.gate.Allow(now, n); !ok {
 			if wake != 0 && (s.timer == 0 || wake < s.timer) {
 				return wake
@@ -277,6 +308,9 @@ func (s *Sender) send(i int, now int64, out func([]byte)) {
 	h.Encode(s.buf)
 	Fill(s.buf[proto.HeaderLen:proto.HeaderLen+n], s.flow, off)
 	out(s.buf[:proto.HeaderLen+n])
+	if s.rp != nil {
+		s.rp.sent(now, n)
+	}
 	s.Sent++
 	s.segs[i] = segInFlight
 	s.inflight += int64(n)
@@ -289,10 +323,12 @@ func (s *Sender) send(i int, now int64, out func([]byte)) {
 func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	s.Timeouts++
 	s.timeouts++
-	if s.timeouts == 1 { // as TCP does, only the first of consecutive timeouts lowers ssthresh
-		s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+	if s.rp == nil { // DCQCN's window is fixed
+		if s.timeouts == 1 { // as TCP does, only the first of consecutive timeouts lowers ssthresh
+			s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+		}
+		s.cwnd = float64(s.cfg.MSS)
 	}
-	s.cwnd = float64(s.cfg.MSS)
 	s.dupAcks = 0
 	if s.dc != nil {
 		s.dc.lossCut(s.nxt)
@@ -350,6 +386,13 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 	if s.Done() || h.Flow != s.flow {
 		return
 	}
+	if h.Type == proto.TypeCNP {
+		if s.rp != nil {
+			s.rp.onCNP(now)
+			s.CNPs, s.RateCuts = s.rp.cnps, s.rp.cuts
+		}
+		return
+	}
 	if h.Type == proto.TypeProbeAck {
 		if s.probing {
 			// Slow start again from one segment, up to at least the initial
@@ -386,6 +429,7 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 		s.timeouts = 0
 		// Slow start below ssthresh, additive increase above it.
 		switch {
+		case s.rp != nil: // DCQCN's window is fixed: the rate is the control
 		case cut: // DCTCP's cut is this ack's whole effect on the window
 		case s.dc != nil && !s.cwndLimited && 2*(s.inflight+int64(newly)) < int64(s.cwnd):
 			// DCTCP runs paced (gsperf -pace, a host NIC's rate): a window
@@ -422,7 +466,8 @@ func (s *Sender) OnAck(h proto.Header, now int64) {
 			// ECN cut is congestion that cut already answered (at most
 			// one reduction per window: RFC 3168 section 6.1.2, as
 			// Linux skips the reduction in CWR): retransmit only.
-			if s.dc == nil || !s.dc.cutBefore(s.una) {
+			// DCQCN: retransmit only, always (its window is fixed).
+			if s.rp == nil && (s.dc == nil || !s.dc.cutBefore(s.una)) {
 				s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
 				s.cwnd = s.ssthresh
 				if s.dc != nil {
