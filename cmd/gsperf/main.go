@@ -21,8 +21,9 @@
 // Flows run over UDP with gsperf's own transport (perf/transport): plain
 // (window-based with loss recovery), pfabric (the host side of pFabric:
 // remaining size as priority, BDP initial window, fixed small timeout,
-// probe mode) or dctcp (plain, ECN-capable, with DCTCP's window: every
-// server echoes CE marks).
+// probe mode), dctcp (plain, ECN-capable, with DCTCP's window: every
+// server echoes CE marks) or dcqcn (ECN-capable, at DCQCN's rate, cut on
+// the CNPs a server in -mode dcqcn sends for CE-marked data).
 package main
 
 import (
@@ -36,6 +37,7 @@ import (
 
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/timescale"
+	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/workload"
 	"github.com/gswitch/gswitch/units"
@@ -87,7 +89,7 @@ func server(args []string) error {
 	clock := addClock(fs)
 	idle := clock.duration("idle-timeout", udp.DefaultIdleTimeout, "forget an incomplete flow after this long without a segment")
 	report := fs.Duration("report", 10*time.Second, "print the counters to stderr this often when they changed (0: only at exit, to stdout) (wall time)")
-	mode := fs.String("mode", "plain", "plain (acknowledge what arrives, echoing CE marks: what pfabric and dctcp senders need; dctcp is a name for it) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
+	mode := fs.String("mode", "plain", "plain (acknowledge what arrives, echoing CE marks: what pfabric and dctcp senders need; dctcp is a name for it), dcqcn (plain, and DCQCN's notification point: a CNP to a flow's sender when its data arrive CE-marked, at most one per 50us of fabric time per flow) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
 	xp := addXPFlags(fs)
 	fid := addFidelityFlags(fs)
 	fs.Parse(args)
@@ -95,12 +97,15 @@ func server(args []string) error {
 		return err
 	}
 	timers := timersAt(clock.Scale)
+	cnps := false
 	switch *mode {
 	case "plain", "xpass":
 	case "dctcp":
 		*mode = "plain" // a plain server echoes the marks DCTCP's senders need
+	case "dcqcn":
+		*mode, cnps = "plain", true // a plain server that also sends CNPs
 	default:
-		return fmt.Errorf("-mode: %q (the server runs plain or xpass; pfabric and dctcp senders need a plain server)", *mode)
+		return fmt.Errorf("-mode: %q (the server runs plain, dcqcn or xpass; pfabric and dctcp senders need a plain server, dcqcn senders a dcqcn one)", *mode)
 	}
 	var xc udp.XPassConfig
 	if *mode == "xpass" {
@@ -114,6 +119,9 @@ func server(args []string) error {
 		return err
 	}
 	cfg.Linger = timers.Linger
+	if cnps {
+		cfg.CNPInterval = timers.CNP
+	}
 	if *report < 0 {
 		return fmt.Errorf("-report: %v is negative (0 prints the counters only at exit)", *report)
 	}
@@ -141,6 +149,9 @@ func server(args []string) error {
 	at := ""
 	if !clock.Scale.One() {
 		at = fmt.Sprintf("; timescale %v", clock.Scale)
+	}
+	if cnps {
+		at += fmt.Sprintf("; dcqcn: a CNP per flow at most every %v", time.Duration(transport.DefaultCNPInterval))
 	}
 	fmt.Fprintf(os.Stderr, "gsperf: serving on %s; at most %d incomplete flows, %d out-of-order bytes per flow, %d in all%s\n",
 		where, cfg.MaxFlows, cfg.FlowPending, cfg.TotalPending, at)
