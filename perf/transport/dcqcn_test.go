@@ -2,6 +2,7 @@ package transport
 
 import (
 	"math"
+	"math/rand"
 	"testing"
 
 	"github.com/gswitch/gswitch/perf/proto"
@@ -406,4 +407,38 @@ func FuzzDCQCNSender(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Random CNPs, sends and timer events, with a byte counter small enough
+// to reach hyper increase: the rate stays within [floor, Rt] and Rt
+// within the line rate, and a DCQCN sender's window defaults to
+// MaxWindow's.
+func TestDCQCNRateBounds(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	d := newQ(DCQCNConfig{Bytes: 5 * qMSS, MinRate: 0.5e9}, 0)
+	now := int64(0)
+	hyper := false
+	for i := 0; i < 100_000; i++ {
+		now += rng.Int63n(20e3)
+		switch rng.Intn(10) {
+		case 0:
+			d.onCNP(now)
+		default:
+			d.sent(now, qMSS)
+			d.advance(now)
+		}
+		hyper = hyper || min(d.t, d.bc) > 5
+		if !(0.5e9 <= d.rc && d.rc <= d.rt && d.rt <= qL) || !(d.alpha >= 0 && d.alpha <= 1) {
+			t.Fatalf("step %d: Rc %v Rt %v alpha %v", i, d.rc, d.rt, d.alpha)
+		}
+	}
+	if !hyper || d.cuts == 0 {
+		t.Fatalf("hyper increase never reached (%v) or no cut (%d)", hyper, d.cuts)
+	}
+	if s := NewSender(Config{Mode: DCQCN}, 1, 1000, 0); s.Window() != 4<<20 {
+		t.Fatalf("default window %d", s.Window())
+	}
+	if s := NewSender(Config{Mode: DCQCN, MaxWindow: 1 << 20}, 1, 1000, 0); s.Window() != 1<<20 {
+		t.Fatalf("window %d with MaxWindow 1 MB", s.Window())
+	}
 }

@@ -86,7 +86,7 @@ const (
 type Config struct {
 	Mode        Mode
 	MSS         int   // payload bytes per segment (default 1400)
-	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP); DCQCN: the fixed window
+	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP); DCQCN: the fixed window (default MaxWindow's)
 	RTO         int64 // plain and DCTCP: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
 	MaxRTO      int64 // plain and DCTCP: the exponential backoff's cap in ns (default DefaultMaxRTO)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
@@ -109,6 +109,12 @@ func (c *Config) defaults() {
 	}
 	if c.InitWindow <= 0 {
 		c.InitWindow = 10 * c.MSS
+		if c.Mode == DCQCN { // the rate is DCQCN's control: MaxWindow's window, which does not bind
+			c.InitWindow = c.MaxWindow
+			if c.InitWindow <= 0 {
+				c.InitWindow = 4 << 20
+			}
+		}
 	}
 	if c.RTO <= 0 {
 		c.RTO = DefaultRTO
