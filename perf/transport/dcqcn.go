@@ -77,13 +77,15 @@ import "math"
 //     simulator FastRecoveryTimes's default 5, FAST_RECOVERY_TIMES 1 in
 //     both configurations.
 //   - R_AI = 40 Mbit/s: the paper's additive step for its 40 Gbit/s
-//     hosts; simulator RATE_AI 5 Mbit/s per 25 Gbit/s of NIC rate
-//     (run.py: ai = 5 x bw / 25, 8 Mbit/s at 40), attribute RateAI's
-//     default 5 Mbit/s.
+//     hosts (also RATE_AI in the sample configuration of the DCQCN
+//     authors' own ns-3, bobzhuyb/ns3-rdma); simulator RATE_AI 5 Mbit/s
+//     per 25 Gbit/s of NIC rate (run.py: ai = 5 x bw / 25, 8 Mbit/s at
+//     40), attribute RateAI's default 5 Mbit/s.
 //   - R_HAI = 400 Mbit/s: the paper gives no value (it defers to QCN for
 //     hyper increase); the simulator's is ten times its R_AI (attribute
 //     RateHAI 50 Mbit/s beside RateAI 5 Mbit/s; run.py hai = 50 x bw / 25),
-//     and so is this, ten times the paper's R_AI.
+//     and so is this, ten times the paper's R_AI (the DCQCN authors'
+//     sample configuration has 200 Mbit/s, five times).
 //   - Minimum rate 100 Mbit/s: the paper gives none; simulator attribute
 //     MinRate's default and mix/config.txt's MIN_RATE (run.py writes
 //     1000 Mbit/s).
