@@ -224,8 +224,8 @@ func TestHostTransport(t *testing.T) {
 		{"", "h2", "-mode bfc -rate 1Gbit -pace 100Mbit", "-mode plain", "transport"},
 		{"", "h3", "-mode plain -rate 1Gbit", "-mode plain", "hosts.h3.transport"},
 		{"fifo", "h1", "-mode plain -rate 1Gbit", "-mode plain", "designs.fifo.transport"},
-		{"dcqcn", "h1", "-mode dcqcn -pfc -rate 1Gbit -pace 1Gbit", "-mode plain -report 0s", "designs.dcqcn.transport"},
-		{"dcqcn", "h2", "-mode dcqcn -rate 1Gbit -pace 1Gbit -pace 100Mbit", "-mode plain -report 0s", "designs.dcqcn.transport"},
+		{"dcqcn", "h1", "-mode dcqcn -pfc -rate 1Gbit -pace 1Gbit", "-mode dcqcn -report 0s", "designs.dcqcn.transport"},
+		{"dcqcn", "h2", "-mode dcqcn -rate 1Gbit -pace 1Gbit -pace 100Mbit", "-mode dcqcn -report 0s", "designs.dcqcn.transport"},
 		{"dcqcn", "h3", "-mode plain -pfc -rate 1Gbit -pace 1Gbit", "-mode plain -report 0s", "hosts.h3.transport"},
 		{"deeper", "h1", "-mode bfc -rate 1Gbit", "-mode plain", "transport"},
 	} {
@@ -273,7 +273,7 @@ func TestGsperfModes(t *testing.T) {
 			t.Errorf("mode %s listed twice", m.Name)
 		}
 		seen[m.Name] = true
-		if m.Server != "plain" && m.Server != "xpass" {
+		if m.Server != "plain" && m.Server != "xpass" && m.Server != "dcqcn" {
 			t.Errorf("mode %s: server %q", m.Name, m.Server)
 		}
 	}
@@ -305,7 +305,7 @@ func TestDesignErrors(t *testing.T) {
 		{"args not a list", edit("args: [-pace, 1Gbit]", "args: -pace 1Gbit"), `designs.dcqcn.transport.args: line 18: "-pace 1Gbit" is not a list (write one word per item, e.g. [-pace, 10Gbit])`},
 		{"args set the mode", edit("args: [-pace, 1Gbit]", "args: [-pace, 1Gbit, -mode, plain]"), `designs.dcqcn.transport.args[2]: "-mode" is the transport's own flag (set designs.dcqcn.transport.mode instead)`},
 		{"args set pfc", edit("args: [-rate, 1Gbit]", "args: [--pfc=false]"), `transport.args[0]: "--pfc=false" is the transport's own flag (set transport.pfc instead)`},
-		{"server args set the mode", edit("server_args: [-report, 0s]", "server_args: [-mode, xpass]"), `designs.dcqcn.transport.server_args[0]: "-mode" is the transport's own flag (the server's -mode follows designs.dcqcn.transport.mode: xpass for xpass, else plain)`},
+		{"server args set the mode", edit("server_args: [-report, 0s]", "server_args: [-mode, xpass]"), `designs.dcqcn.transport.server_args[0]: "-mode" is the transport's own flag (the server's -mode follows designs.dcqcn.transport.mode: xpass for xpass, dcqcn for dcqcn, else plain)`},
 		{"args hold a mapping", edit("args: [-pace, 100Mbit]", "args: [{pace: 1}]"), "hosts.h2.transport.args[0]: line 29: a mapping where a single value belongs"},
 		{"xpass with pfc", edit("transport: {mode: dctcp}", "transport: {mode: xpass}", "transport: {mode: bfc,", "transport: {mode: bfc, pfc: true,"),
 			"transport.pfc: true, and designs.dctcp.transport.mode: xpass: host h1 under design dctcp would run gsperf -mode xpass -pfc, which gsperf refuses (xpass honours no PFC pause; set designs.dctcp.transport.pfc: false, or another mode)"},

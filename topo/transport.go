@@ -31,7 +31,7 @@ var GsperfModes = []GsperfMode{
 	{Name: "sfc", Server: "plain", PFC: true},
 	{Name: "xpass", Server: "xpass"}, // one segment per credit: no PFC gate holds its flows
 	{Name: "dctcp", Server: "plain", PFC: true},
-	{Name: "dcqcn", Server: "plain", PFC: true},
+	{Name: "dcqcn", Server: "dcqcn", PFC: true}, // the server sends CNPs
 	{Name: "hpcc", Server: "plain", PFC: true},
 }
 
@@ -203,7 +203,7 @@ var (
 		"pfc":  "set %s.pfc instead",
 	}
 	transportServerFlags = map[string]string{
-		"mode": "the server's -mode follows %s.mode: xpass for xpass, else plain",
+		"mode": "the server's -mode follows %s.mode: xpass for xpass, dcqcn for dcqcn, else plain",
 	}
 )
 

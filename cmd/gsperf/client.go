@@ -30,6 +30,7 @@ type clientSetup struct {
 	pfcConfig  pfchost.Config // what it was made with
 	fid        *fidelityRun
 	maxPause   time.Duration     // -mode sfc: the longest pause a BTS may set (wall)
+	dcqcnLink  uint64            // -mode dcqcn: the hosts' line rate (fabric bit/s)
 	params     map[string]string // the flags as given (the fabric's units)
 	out, csv   string
 	sfc, isBFC bool
@@ -47,9 +48,10 @@ func parseClient(args []string) (*clientSetup, error) {
 	rate := fs.String("rate", "1Gbit", "bottleneck rate, for the load and the slowdown (fabric rate)")
 	arr := fs.String("arrivals", "poisson", "poisson, lognormal (sigma 2) or burst (all flows at once: incast)")
 	seed := fs.Int64("seed", 1, "random seed: the same seed gives the same flows")
-	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020), xpass (one segment per ExpressPass credit; the server runs -mode xpass), dctcp (plain with DCTCP's window: datagrams sent ECN-capable, the window cut by the fraction of them the switches mark CE; any plain server echoes the marks) or hpcc (plain's loss recovery with HPCC's window and rate, from the INT records the switches' int ports write into each data segment's reserved slots (-int-hops) and any plain server echoes: W_init = -pace (else -rate) x -base-rtt, T = -base-rtt, -init-window does not apply; -hpcc-* flags)")
+	mode := fs.String("mode", "plain", "transport: plain, pfabric, bfc (plain's loss recovery with BFC's host side: a queue id per flow in the header, pauses from the switch honoured, one BDP in flight; needs root), sfc (plain, starting with a BDP window, paused by SFC's back-to-sender frames on UDP port 19020), xpass (one segment per ExpressPass credit; the server runs -mode xpass), dctcp (plain with DCTCP's window: datagrams sent ECN-capable, the window cut by the fraction of them the switches mark CE; any plain server echoes the marks), hpcc (plain's loss recovery with HPCC's window and rate, from the INT records the switches' int ports write into each data segment's reserved slots (-int-hops) and any plain server echoes: W_init = -pace (else -rate) x -base-rtt, T = -base-rtt, -init-window does not apply; -hpcc-* flags) or dcqcn (DCQCN's rate: datagrams sent ECN-capable, starting at the line rate (-pace, else -rate), cut on each CNP the server sends for CE-marked data, raised again by a timer and a byte counter: -dcqcn-* flags; plain's loss recovery in a fixed window; the server runs -mode dcqcn)")
 	dctcpG := fs.Float64("dctcp-g", transport.DefaultDCTCPG, "dctcp: the gain g of the estimate of the marked fraction, alpha = (1-g) alpha + g F once per window (the paper's 1/16)")
 	hpccf := addHPCCFlags(fs)
+	dcqcnf := addDCQCNFlags(fs, clock)
 	bfcf := addBFCFlags(fs, clock)
 	pfcf := addPFCFlags(fs)
 	rtt := clock.duration("base-rtt", 200*time.Microsecond, "base RTT for the slowdown (and pfabric's BDP window)")
@@ -94,6 +96,9 @@ func parseClient(args []string) (*clientSetup, error) {
 	}
 	if !(*dctcpG > 0 && *dctcpG <= 1) {
 		return nil, fmt.Errorf("-dctcp-g: %v (want a gain above 0 and at most 1; DCTCP uses 1/16 = %v)", *dctcpG, transport.DefaultDCTCPG)
+	}
+	if err := dcqcnf.check(); err != nil {
+		return nil, err
 	}
 	var fixed uint64
 	if *size != "" {
@@ -182,6 +187,10 @@ func parseClient(args []string) (*clientSetup, error) {
 	}
 	for k, v := range hpccParams {
 		c.params[k] = v
+	}
+	if m == transport.DCQCN {
+		c.dcqcnLink = link
+		dcqcnf.apply(c, link)
 	}
 	if c.pfc != nil {
 		c.params["pfc"] = "true"
@@ -281,6 +290,9 @@ func client(args []string) error {
 	}
 	if c.mode == "hpcc" {
 		hpccFinish(recs, p.Src, run.Params, os.Stderr)
+	}
+	if c.mode == "dcqcn" {
+		dcqcnFinish(p.Src, c.dcqcnLink, recs, run.Params)
 	}
 	run.Fidelity = c.fid.end()
 	return finish(run, c.out, c.csv)

@@ -26,6 +26,8 @@ import (
 //	client -timeline                           fabric  off
 //	client -bfc-watchdog                       fabric  200ms
 //	client -max-pause                          fabric  256 x -base-rtt (sfc: the longest pause a BTS sets)
+//	client -dcqcn-rai, -dcqcn-rhai             fabric  40Mbit, 400Mbit (dcqcn's increase steps)
+//	client -dcqcn-timer                        fabric  55us (dcqcn's rate-increase timer)
 //	client -at                                 wall    an instant (ns since 1970): process start-up
 //	server -idle-timeout                       fabric  1m
 //	server -xp-link                            fabric  required
@@ -34,6 +36,8 @@ import (
 //	watch -interval, -duration                 fabric  50ms, 30s
 //	fidelity -duration                         wall    (the machine is what it judges)
 //	plain RTO floor and backoff cap            fabric  10ms, 1s (transport.DefaultRTO, DefaultMaxRTO)
+//	dcqcn alpha timer, floor of the rate       fabric  55us, 100Mbit (transport.DefaultDCQCNAlphaTimer, MinRate)
+//	server -mode dcqcn: CNP interval per flow  fabric  50us (transport.DefaultCNPInterval)
 //	pfabric probe interval                     fabric  the RTO
 //	bfc RTO floor                              fabric  10ms
 //	bfc host: paused flow looks again          fabric  2ms (bfc.DefaultPoll)
@@ -121,6 +125,8 @@ type protocolTimers struct {
 	XPStop       time.Duration      // xpass host: Params.StopTimeout
 	XPIdleStop   time.Duration      // xpass host: Params.IdleStop
 	Linger       time.Duration      // server: completed flows remembered
+	DCQCNAlpha   time.Duration      // -mode dcqcn: alpha's decay period K
+	CNP          time.Duration      // server -mode dcqcn: a flow's least CNP spacing
 }
 
 // bfcMinRTO is -mode bfc's floor under 10 base RTTs of timeout.
@@ -150,5 +156,7 @@ func timersAt(sc timescale.Scale) protocolTimers {
 		XPStop:       sc.Wall(xh.StopTimeout),
 		XPIdleStop:   sc.Wall(xh.IdleStop),
 		Linger:       sc.Wall(udp.DefaultLinger),
+		DCQCNAlpha:   sc.Wall(transport.DefaultDCQCNAlphaTimer),
+		CNP:          sc.Wall(transport.DefaultCNPInterval),
 	}
 }

@@ -38,7 +38,8 @@ func TestTimersAtOneAreTheOldConstants(t *testing.T) {
 			StopTimeout: 2 * time.Millisecond, MinRTO: 10 * time.Millisecond, CreditTimeout: 10 * time.Millisecond},
 		XPLinger:     50 * time.Millisecond,
 		XPRetransmit: 100 * time.Microsecond, XPStop: 2 * time.Millisecond, XPIdleStop: 100 * time.Millisecond,
-		Linger: 30 * time.Second,
+		Linger:     30 * time.Second,
+		DCQCNAlpha: 55 * time.Microsecond, CNP: 50 * time.Microsecond,
 	}
 	if got != want {
 		t.Fatalf("timers at K 1:\n%+v\nwant\n%+v", got, want)
@@ -70,6 +71,8 @@ func TestTimersScaleWithK(t *testing.T) {
 		{"xpass host StopTimeout", one.XPStop, k.XPStop},
 		{"xpass host IdleStop", one.XPIdleStop, k.XPIdleStop},
 		{"server linger", one.Linger, k.Linger},
+		{"dcqcn alpha timer", one.DCQCNAlpha, k.DCQCNAlpha},
+		{"dcqcn CNP interval", one.CNP, k.CNP},
 	} {
 		if c.hund != 100*c.one || c.one <= 0 {
 			t.Errorf("%s: %v at K 1, %v at K 100", c.name, c.one, c.hund)

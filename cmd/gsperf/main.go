@@ -22,9 +22,10 @@
 // (window-based with loss recovery), pfabric (the host side of pFabric:
 // remaining size as priority, BDP initial window, fixed small timeout,
 // probe mode), dctcp (plain, ECN-capable, with DCTCP's window: every
-// server echoes CE marks) or hpcc (plain's loss recovery with HPCC's
+// server echoes CE marks), hpcc (plain's loss recovery with HPCC's
 // window and rate from in-band telemetry: every server echoes the INT
-// option of a segment in its ack).
+// option of a segment in its ack) or dcqcn (ECN-capable, at DCQCN's rate,
+// cut on the CNPs a server in -mode dcqcn sends for CE-marked data).
 package main
 
 import (
@@ -38,6 +39,7 @@ import (
 
 	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/timescale"
+	"github.com/gswitch/gswitch/perf/transport"
 	"github.com/gswitch/gswitch/perf/udp"
 	"github.com/gswitch/gswitch/perf/workload"
 	"github.com/gswitch/gswitch/units"
@@ -89,7 +91,7 @@ func server(args []string) error {
 	clock := addClock(fs)
 	idle := clock.duration("idle-timeout", udp.DefaultIdleTimeout, "forget an incomplete flow after this long without a segment")
 	report := fs.Duration("report", 10*time.Second, "print the counters to stderr this often when they changed (0: only at exit, to stdout) (wall time)")
-	mode := fs.String("mode", "plain", "plain (acknowledge what arrives, echoing CE marks and INT options: what pfabric, dctcp and hpcc senders need; dctcp and hpcc are names for it) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
+	mode := fs.String("mode", "plain", "plain (acknowledge what arrives, echoing CE marks and INT options: what pfabric, dctcp and hpcc senders need; dctcp and hpcc are names for it), dcqcn (plain, and DCQCN's notification point: a CNP to a flow's sender when its data arrive CE-marked, at most one per 50us of fabric time per flow) or xpass (also send each flow ExpressPass credits: -xp-* flags)")
 	xp := addXPFlags(fs)
 	fid := addFidelityFlags(fs)
 	fs.Parse(args)
@@ -97,12 +99,15 @@ func server(args []string) error {
 		return err
 	}
 	timers := timersAt(clock.Scale)
+	cnps := false
 	switch *mode {
 	case "plain", "xpass":
 	case "dctcp", "hpcc":
 		*mode = "plain" // a plain server echoes the marks DCTCP's senders need and the INT HPCC's read
+	case "dcqcn":
+		*mode, cnps = "plain", true // a plain server that also sends CNPs
 	default:
-		return fmt.Errorf("-mode: %q (the server runs plain or xpass; pfabric, dctcp and hpcc senders need a plain server)", *mode)
+		return fmt.Errorf("-mode: %q (the server runs plain, dcqcn or xpass; pfabric, dctcp and hpcc senders need a plain server, dcqcn senders a dcqcn one)", *mode)
 	}
 	var xc udp.XPassConfig
 	if *mode == "xpass" {
@@ -116,6 +121,9 @@ func server(args []string) error {
 		return err
 	}
 	cfg.Linger = timers.Linger
+	if cnps {
+		cfg.CNPInterval = timers.CNP
+	}
 	if *report < 0 {
 		return fmt.Errorf("-report: %v is negative (0 prints the counters only at exit)", *report)
 	}
@@ -143,6 +151,9 @@ func server(args []string) error {
 	at := ""
 	if !clock.Scale.One() {
 		at = fmt.Sprintf("; timescale %v", clock.Scale)
+	}
+	if cnps {
+		at += fmt.Sprintf("; dcqcn: a CNP per flow at most every %v", time.Duration(transport.DefaultCNPInterval))
 	}
 	fmt.Fprintf(os.Stderr, "gsperf: serving on %s; at most %d incomplete flows, %d out-of-order bytes per flow, %d in all%s\n",
 		where, cfg.MaxFlows, cfg.FlowPending, cfg.TotalPending, at)

@@ -63,7 +63,7 @@ func TestTopoCheck(t *testing.T) {
 		"  (none)       valid                none         -mode plain: s1, s2; -mode plain -report 1s: r1\n",
 		"  fifo         valid                none         -mode plain: s1, s2; -mode plain -report 1s: r1\n",
 		"  dctcp        valid                ecn          -mode dctcp: s1, s2; -mode dctcp -report 1s: r1\n",
-		"  dcqcn-pfc    valid                ecn, pfc     -mode dcqcn -pfc: s1, s2; -mode dcqcn -pfc -report 1s: r1\n",
+		"  dcqcn-pfc    valid                ecn, pfc     -mode dcqcn -pfc (server -mode dcqcn): s1, s2; -mode dcqcn -pfc -report 1s (server -mode dcqcn): r1\n",
 		"  expresspass  valid                expresspass  -mode xpass (server -mode xpass -xp-link 10Gbit): s1, s2; -mode xpass -report 1s (server -mode xpass -xp-link 10Gbit): r1\n",
 		"  broken       REFUSED (see below)  ecn          -mode plain: s1, s2; -mode plain -report 1s: r1\n",
 	} {

@@ -58,7 +58,9 @@ type Flow struct {
 	// stops, segments, first_credit_ns; dctcp: ece_acks, the acks that
 	// echoed a CE mark, reductions, the window cuts they caused, and
 	// alpha_ppm, the flow's estimate of its marked fraction at its end in
-	// millionths). A key ending in _ns is a wall time;
+	// millionths; dcqcn: cnps, the CNPs received, rate_cuts, the cuts
+	// they made, rate_ppm, the flow's rate at its end in millionths of its
+	// line rate, and alpha_ppm). A key ending in _ns is a wall time;
 	// SetTimescale adds its twin on the fabric's clock, ending in _fabric_ns.
 	Mech map[string]uint64 `json:"mech,omitempty"`
 }

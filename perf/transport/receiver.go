@@ -77,6 +77,7 @@ type Receiver struct {
 	lim     Limits
 	buf     []byte     // the ack: header, and room for an echoed INT option
 	echo    gsperf.INT // the INT option of the segment being answered (OnPacketINT), nil if none
+	cnp     cnpState   // DCQCN's notification point (SendCNPs)
 
 	First    int64 // arrival of the first segment
 	Last     int64 // when the last byte was delivered in order
@@ -88,6 +89,39 @@ type Receiver struct {
 	Segments uint64
 	Marked   uint64 // data segments that arrived CE-marked (their acks echo it: FlagECE)
 	Echoed   uint64 // acks that echoed their segment's INT option (HPCC)
+	CNPs     uint64 // CNPs sent (SendCNPs)
+}
+
+// cnpState is DCQCN's notification point for one flow.
+type cnpState struct {
+	every int64 // least spacing of CNPs, ns (0: none sent)
+	last  int64 // when the last CNP was sent
+	sent  bool  // whether one was
+}
+
+// SendCNPs makes the receiver DCQCN's notification point (Zhu et al.,
+// SIGCOMM 2015, section 3.1): when a data segment of the flow arrives
+// CE-marked (OnPacketCE), it sends the flow's sender a CNP (a gsperf
+// header of type proto.TypeCNP with the flow's id, the marked segment's
+// offset and timestamp, through the same out as the acks, before the
+// segment's ack), unless it sent one less than every ns ago: at most one
+// CNP per every per flow (the paper's N, DefaultCNPInterval, a fabric
+// time). Every segment counts, also one that is a duplicate or finds the
+// buffer full: its mark is congestion on the path all the same. every <= 0
+// turns CNPs off (the default: a receiver only echoes marks on acks).
+func (r *Receiver) SendCNPs(every int64) { r.cnp.every = max(every, 0) }
+
+// notify sends the CNP for a CE data segment h at now, if one is due.
+func (r *Receiver) notify(h proto.Header, now int64, out func([]byte)) {
+	c := &r.cnp
+	if c.every <= 0 || c.sent && now-c.last < c.every {
+		return
+	}
+	c.last, c.sent = now, true
+	r.CNPs++
+	cnp := proto.Header{Type: proto.TypeCNP, Flow: r.flow, Seq: h.Seq, Size: r.size, Timestamp: h.Timestamp}
+	cnp.Encode(r.buf)
+	out(r.buf[:proto.HeaderLen])
 }
 
 // NewReceiver returns a receiver for flow that holds up to
@@ -161,6 +195,7 @@ func (r *Receiver) OnPacketCE(h proto.Header, payload []byte, ce bool, now int64
 		r.Segments++
 		if ce {
 			r.Marked++
+			r.notify(h, now, out)
 		}
 		if !r.accept(h.Seq, payload, now) {
 			return

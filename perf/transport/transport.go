@@ -28,6 +28,13 @@
 //     (wire/gsperf's INT option); every receiver copies the option of a
 //     segment into its ack (Receiver.OnPacketINT), whatever its flow's
 //     mode, so a plain server serves HPCC senders.
+//   - DCQCN: a rate-based sender (Zhu et al., "Congestion Control for
+//     Large-Scale RDMA Deployments", SIGCOMM 2015, section 3.1;
+//     dcqcn.go), whose datagrams the caller sends ECN-capable: it starts
+//     at line rate, cuts its rate on each CNP a receiver sends for CE
+//     segments (Receiver.SendCNPs) and raises it again by a timer and a
+//     byte counter; the plain sender's loss recovery runs underneath, in
+//     a fixed window.
 //
 // # Extending the sender
 //
@@ -56,11 +63,14 @@ const (
 	XPass // ExpressPass: one segment per credit from the receiver (package perf/xpass, not this Sender)
 	DCTCP // plain with DCTCP's response to ECN marks (dctcp.go); the caller sends its datagrams ECT(0)
 	HPCC  // plain's loss recovery with HPCC's window and rate from INT (hpcc.go); data segments carry an INT option
+	DCQCN // DCQCN's rate machine over plain's loss recovery (dcqcn.go); the caller sends its datagrams ECT(0)
 )
 
-func (m Mode) String() string { return [...]string{"plain", "pfabric", "xpass", "dctcp", "hpcc"}[m] }
+func (m Mode) String() string {
+	return [...]string{"plain", "pfabric", "xpass", "dctcp", "hpcc", "dcqcn"}[m]
+}
 
-// ParseMode reads "plain", "pfabric", "xpass", "dctcp" or "hpcc".
+// ParseMode reads "plain", "pfabric", "xpass", "dctcp", "hpcc" or "dcqcn".
 func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "plain", "":
@@ -73,8 +83,10 @@ func ParseMode(s string) (Mode, error) {
 		return DCTCP, nil
 	case "hpcc":
 		return HPCC, nil
+	case "dcqcn":
+		return DCQCN, nil
 	}
-	return Plain, fmt.Errorf("mode %q (use plain, pfabric, xpass, dctcp or hpcc)", s)
+	return Plain, fmt.Errorf("mode %q (use plain, pfabric, xpass, dctcp, hpcc or dcqcn)", s)
 }
 
 // Default timers of the plain sender, in ns. Both are protocol timers (a
@@ -88,7 +100,7 @@ const (
 type Config struct {
 	Mode        Mode
 	MSS         int   // payload bytes per segment (default 1400)
-	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP)
+	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP); DCQCN: the fixed window (default MaxWindow's)
 	RTO         int64 // plain and DCTCP: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
 	MaxRTO      int64 // plain and DCTCP: the exponential backoff's cap in ns (default DefaultMaxRTO)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
@@ -99,6 +111,9 @@ type Config struct {
 	DCTCPG float64
 	// HPCC configures -mode hpcc (hpcc.go); zero fields take its defaults.
 	HPCC HPCCConfig
+	// DCQCN configures a DCQCN sender's rate machine (zero fields: the
+	// paper's constants, DefaultDCQCN).
+	DCQCN DCQCNConfig
 	// Mech is the gsperf header's mechanism field of every data segment and
 	// probe (BFC: the flow's queue id, wire.MechBFC); 0 in other modes.
 	Mech uint64
@@ -110,6 +125,12 @@ func (c *Config) defaults() {
 	}
 	if c.InitWindow <= 0 {
 		c.InitWindow = 10 * c.MSS
+		if c.Mode == DCQCN { // the rate is DCQCN's control: MaxWindow's window, which does not bind
+			c.InitWindow = c.MaxWindow
+			if c.InitWindow <= 0 {
+				c.InitWindow = 4 << 20
+			}
+		}
 	}
 	if c.RTO <= 0 {
 		c.RTO = DefaultRTO
@@ -182,6 +203,7 @@ type Sender struct {
 	dc       *dctcp // DCTCP's state; nil in other modes
 	hp       *hpcc  // HPCC's state; nil in other modes
 	hdrLen   int    // a data segment's header length: proto.HeaderLen, plus the INT option in HPCC mode
+	rp       *dcqcn // DCQCN's rate machine; nil in other modes
 	// cwndLimited: the window, not the gate or the data, limited the last
 	// Poll (DCTCP: a window the sender does not fill is not grown).
 	cwndLimited bool
@@ -193,6 +215,9 @@ type Sender struct {
 	// they caused (at most one per window of data). Alpha reads the
 	// estimate of the congestion.
 	ECEAcks, Reductions uint64
+	// DCQCN: the CNPs received, and the rate cuts they made (a CNP at
+	// the minimum rate cuts nothing).
+	CNPs, RateCuts uint64
 }
 
 // NewSender starts a flow of size bytes at now.
@@ -211,14 +236,21 @@ func NewSender(cfg Config, flow, size uint64, now int64) *Sender {
 	if cfg.Mode == HPCC {
 		s.startHPCC()
 	}
+	if cfg.Mode == DCQCN {
+		s.rp = newDCQCN(cfg.DCQCN, cfg.MSS, now)
+	}
 	s.buf = make([]byte, s.hdrLen+cfg.MSS)
 	return s
 }
 
 // tcp reports whether the sender recovers from loss as TCP does (adaptive
 // timeout with backoff, fast retransmit): plain and DCTCP, which keeps
-// TCP's loss response, and HPCC, which keeps its recovery (not its cuts).
-func (s *Sender) tcp() bool { return s.cfg.Mode == Plain || s.cfg.Mode == DCTCP || s.cfg.Mode == HPCC }
+// TCP's loss response, HPCC, which keeps its recovery (not its cuts), and
+// DCQCN, which keeps its recovery (its window and rate do not answer a
+// loss).
+func (s *Sender) tcp() bool {
+	return s.cfg.Mode == Plain || s.cfg.Mode == DCTCP || s.cfg.Mode == HPCC || s.cfg.Mode == DCQCN
+}
 
 // Gate sets the gate asked before each segment (nil: always open).
 func (s *Sender) Gate(g Gate) {
@@ -269,6 +301,16 @@ func (s *Sender) Poll(now int64, out func([]byte)) int64 {
 			s.cwndLimited = true
 			break
 		}
+		// DCQCN's rate first: asked, not charged, so that a gate that
+		// refuses after it costs it nothing.
+		if s.rp != nil {
+			if ok, wake := s.rp.ready(now, n); !ok {
+				if s.timer == 0 || wake < s.timer {
+					return wake
+				}
+				break
+			}
+		}
 		if ok, wake := s.allow(now, n); !ok {
 			if wake != 0 && (s.timer == 0 || wake < s.timer) {
 				return wake
@@ -297,6 +339,9 @@ func (s *Sender) send(i int, now int64, out func([]byte)) {
 	hl := s.encodeData(&h, n, now)
 	Fill(s.buf[hl:hl+n], s.flow, off)
 	out(s.buf[:hl+n])
+	if s.rp != nil {
+		s.rp.sent(now, n)
+	}
 	s.Sent++
 	s.segs[i] = segInFlight
 	s.inflight += int64(n)
@@ -309,11 +354,13 @@ func (s *Sender) send(i int, now int64, out func([]byte)) {
 func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	s.Timeouts++
 	s.timeouts++
-	if s.timeouts == 1 { // as TCP does, only the first of consecutive timeouts lowers ssthresh
-		s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
-	}
-	if s.hp == nil { // HPCC's window is the telemetry's alone
-		s.cwnd = float64(s.cfg.MSS)
+	if s.rp == nil { // DCQCN's window is fixed
+		if s.timeouts == 1 { // as TCP does, only the first of consecutive timeouts lowers ssthresh
+			s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
+		}
+		if s.hp == nil { // HPCC's window is the telemetry's alone
+			s.cwnd = float64(s.cfg.MSS)
+		}
 	}
 	s.dupAcks = 0
 	if s.dc != nil {
@@ -377,6 +424,13 @@ func (s *Sender) OnAckINT(h proto.Header, o gsperf.INT, now int64) {
 	if s.Done() || h.Flow != s.flow {
 		return
 	}
+	if h.Type == proto.TypeCNP {
+		if s.rp != nil {
+			s.rp.onCNP(now)
+			s.CNPs, s.RateCuts = s.rp.cnps, s.rp.cuts
+		}
+		return
+	}
 	if h.Type == proto.TypeProbeAck {
 		if s.probing {
 			// Slow start again from one segment, up to at least the initial
@@ -416,6 +470,7 @@ func (s *Sender) OnAckINT(h proto.Header, o gsperf.INT, now int64) {
 		s.timeouts = 0
 		// Slow start below ssthresh, additive increase above it.
 		switch {
+		case s.rp != nil: // DCQCN's window is fixed: the rate is the control
 		case cut: // DCTCP's cut is this ack's whole effect on the window
 		case s.hp != nil: // HPCC's window is set by the telemetry alone
 		case s.dc != nil && !s.cwndLimited && 2*(s.inflight+int64(newly)) < int64(s.cwnd):
@@ -453,7 +508,8 @@ func (s *Sender) OnAckINT(h proto.Header, o gsperf.INT, now int64) {
 			// ECN cut is congestion that cut already answered (at most
 			// one reduction per window: RFC 3168 section 6.1.2, as
 			// Linux skips the reduction in CWR): retransmit only.
-			if s.hp == nil && (s.dc == nil || !s.dc.cutBefore(s.una)) { // HPCC retransmits only
+			// HPCC and DCQCN: retransmit only (their windows do not answer a loss).
+			if s.hp == nil && s.rp == nil && (s.dc == nil || !s.dc.cutBefore(s.una)) {
 				s.ssthresh = max(s.cwnd/2, float64(2*s.cfg.MSS))
 				s.cwnd = s.ssthresh
 				if s.dc != nil {

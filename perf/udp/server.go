@@ -31,6 +31,10 @@ type ServerConfig struct {
 	IdleTimeout  time.Duration // an incomplete flow silent this long is forgotten (DefaultIdleTimeout)
 	Linger       time.Duration // a completed flow is remembered this long, to acknowledge late retransmissions (DefaultLinger)
 	MaxDone      int           // completed flows remembered; beyond, the oldest is forgotten early (4 x MaxFlows)
+	// CNPInterval makes every flow's receiver DCQCN's notification
+	// point: a CE data segment gets its sender a CNP, at most one per
+	// interval per flow (transport.Receiver.SendCNPs). 0: no CNPs.
+	CNPInterval time.Duration
 }
 
 func (c *ServerConfig) defaults() {
@@ -69,6 +73,7 @@ type ServerStats struct {
 	PeakActive             int    // most incomplete flows at once
 	Pending, PeakPending   int64  // out-of-order bytes held now, and at most
 	Marked                 uint64 // data segments that arrived CE-marked (their acks echo it: FlagECE)
+	CNPs                   uint64 // CNPs sent (CNPInterval)
 }
 
 // String is the one-line summary the gsperf server prints (scripts read
@@ -77,10 +82,10 @@ func (s ServerStats) String() string {
 	return fmt.Sprintf("%d flows, %d complete, %d bytes, %d corrupt segments, %d invalid segments, %d malformed datagrams; "+
 		"refused: %d new flows (flow cap), %d segments (flow buffer full), %d segments (total buffer full); "+
 		"%d flows active (peak %d), %d out-of-order bytes held (peak %d); %d flows abandoned, %d completed flows forgotten early; "+
-		"%d segments arrived CE-marked",
+		"%d segments arrived CE-marked, %d CNPs sent",
 		s.Flows, s.Complete, s.Bytes, s.Corrupt, s.Invalid, s.Malformed,
 		s.RefusedFlows, s.RefusedFlow, s.RefusedTotal,
-		s.Active, s.PeakActive, s.Pending, s.PeakPending, s.Abandoned, s.Evicted, s.Marked)
+		s.Active, s.PeakActive, s.Pending, s.PeakPending, s.Abandoned, s.Evicted, s.Marked, s.CNPs)
 }
 
 // flowKey names a flow: its sender's address and its id.
@@ -154,6 +159,9 @@ func (s *Server) Handle(b []byte, from netip.AddrPort, now int64, out func([]byt
 // is answered so: a datagram that is not ECN-capable can never be CE, so
 // the echo costs other modes nothing. (A completed flow's late segments
 // are answered without the echo: their sender has no window left to cut.)
+// With a CNPInterval a CE data segment of an incomplete flow also gets
+// its sender a CNP, through out before the ack, at most one per interval
+// per flow.
 func (s *Server) HandleCE(b []byte, from netip.AddrPort, ce bool, now int64, out func([]byte)) {
 	h, payload, err := proto.Decode(b)
 	if err != nil || (h.Type != proto.TypeData && h.Type != proto.TypeProbe) {
@@ -180,14 +188,16 @@ func (s *Server) HandleCE(b []byte, from netip.AddrPort, ce bool, now int64, out
 			return
 		}
 		f = &activeFlow{r: transport.NewLimitedReceiver(h.Flow, transport.Limits{FlowPending: s.cfg.FlowPending, Shared: &s.budget})}
+		f.r.SendCNPs(s.cfg.CNPInterval.Nanoseconds())
 		s.active[k] = f
 		s.st.Flows++
 		s.st.PeakActive = max(s.st.PeakActive, len(s.active))
 	}
 	r := f.r
-	corrupt, refused, starved, invalid, marked := r.Corrupt, r.Refused, r.Starved, r.Invalid, r.Marked
+	corrupt, refused, starved, invalid, marked, cnps := r.Corrupt, r.Refused, r.Starved, r.Invalid, r.Marked, r.CNPs
 	r.OnPacketINT(h, payload, gsperf.Header(b).INT(), ce, now, out) // HPCC's senders read the INT option back in the ack
 	s.st.Marked += r.Marked - marked
+	s.st.CNPs += r.CNPs - cnps
 	s.st.Corrupt += r.Corrupt - corrupt
 	s.st.RefusedFlow += r.Refused - refused
 	s.st.RefusedTotal += r.Starved - starved

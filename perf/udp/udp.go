@@ -9,9 +9,11 @@
 // of completed flows it remembers, and time limits on both kinds. What
 // it refuses or drops is counted in ServerStats.
 //
-// The ECN field (ecn.go): a dctcp flow's socket sends ECT(0), every other
-// flow's Not-ECT; the server reads each datagram's field and echoes CE on
-// its ack, for whichever flow it arrives in.
+// The ECN field (ecn.go): a dctcp or dcqcn flow's socket sends ECT(0),
+// every other flow's Not-ECT; the server reads each datagram's field and
+// echoes CE on its ack, for whichever flow it arrives in, and a server
+// with a CNP interval (ServerConfig.CNPInterval, DCQCN's notification
+// point) also sends the flow's sender CNPs.
 package udp
 
 import (
@@ -56,7 +58,12 @@ type Plan struct {
 	// HPCC configures hpcc flows (zero fields: transport's defaults). Run
 	// shortens their segments by the INT option, so frames stay 1514
 	// bytes, and sets the wire overhead their rate is charged with.
-	HPCC       transport.HPCCConfig
+	HPCC transport.HPCCConfig
+	// DCQCN is a dcqcn flow's rate machine, its rates and times on this
+	// machine's clock (zero fields: transport's defaults, which are the
+	// fabric's: right at timescale 1 only; LineRate 0: Pace, else
+	// RateBits; Overhead 0: Overhead; Burst 0: PaceBurst frames).
+	DCQCN      transport.DCQCNConfig
 	FlowIDBase uint64
 	Timeout    time.Duration // give up on flows still running this long after the last start
 	Timeline   time.Duration // record each flow's acknowledged bytes at this step (0: off)
@@ -125,6 +132,9 @@ func Run(p Plan) ([]results.Flow, error) {
 		gap = func() float64 { return a.Next(rng) }
 	}
 	cfg := transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), MaxRTO: int64(p.MaxRTO), InitWindow: p.InitWindow, DCTCPG: p.DCTCPG}
+	if p.Mode == transport.DCQCN {
+		cfg.DCQCN = dcqcnConfig(p)
+	}
 	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
 		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
 	}
@@ -199,7 +209,7 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	}
 	defer conn.Close()
 	conn.SetWriteBuffer(4 << 20)
-	if cfg.Mode == transport.DCTCP { // other modes send Not-ECT, as they always did
+	if cfg.Mode == transport.DCTCP || cfg.Mode == transport.DCQCN { // other modes send Not-ECT, as they always did
 		if setECT(conn) != nil {
 			return
 		}
@@ -314,6 +324,10 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	if st, ok := s.HPCC(); ok {
 		r.Mech = hpccMech(st)
 	}
+	if cfg.Mode == transport.DCQCN {
+		r.Mech = map[string]uint64{"cnps": s.CNPs, "rate_cuts": s.RateCuts, "alpha_ppm": uint64(math.Round(s.RateAlpha() * 1e6)),
+			"rate_ppm": uint64(math.Round(s.Rate() / s.LineRate() * 1e6))}
+	}
 	if step > 0 {
 		r.Timeline = append(r.Timeline, s.Acked())
 	}
@@ -321,6 +335,30 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 		r.Complete = true
 		r.FCTNs = s.End - s.Start
 	}
+}
+
+// dcqcnConfig is p.DCQCN with the plan's defaults: the line rate is the
+// host's pace, else the bottleneck's rate; the overhead gsperf's; the
+// burst the pacer's.
+func dcqcnConfig(p Plan) transport.DCQCNConfig {
+	c := p.DCQCN
+	if c.LineRate == 0 {
+		c.LineRate = p.RateBits
+		if p.Pace > 0 {
+			c.LineRate = p.Pace
+		}
+	}
+	if c.Overhead == 0 {
+		c.Overhead = Overhead
+	}
+	if c.Burst == 0 {
+		burst := p.PaceBurst
+		if burst <= 0 {
+			burst = PaceBurst
+		}
+		c.Burst = burst * (MSS + Overhead)
+	}
+	return c
 }
 
 // ParseAddrs checks host:port addresses.

@@ -356,6 +356,14 @@ func (f *xpFabric) runXP(flows []xpFlow, size int64, naive bool, timeout time.Du
 // marks gives (fabric time after the clients' start), into xpRun.marks.
 func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mode []string, size int64, timeout time.Duration, marks ...time.Duration) xpRun {
 	f.t.Helper()
+	return f.runHostsAt(flows, nil, server, mode, size, timeout, marks...)
+}
+
+// runHostsAt is runHosts with flow i starting starts[i] (fabric) after
+// the common start (0 if starts is shorter); the marks count from the
+// common start.
+func (f *xpFabric) runHostsAt(flows []xpFlow, starts []time.Duration, server func(dst string) []string, mode []string, size int64, timeout time.Duration, marks ...time.Duration) xpRun {
+	f.t.Helper()
 	k := strconv.FormatFloat(f.k, 'g', -1, 64)
 	stops := map[string]func() string{}
 	for _, fl := range flows {
@@ -372,10 +380,14 @@ func (f *xpFabric) runHosts(flows []xpFlow, server func(dst string) []string, mo
 	var waits []func() string
 	for i, fl := range flows {
 		args := append(append(xpHostSched(), "client"), mode...)
+		start := at
+		if i < len(starts) {
+			start = at.Add(f.wall(starts[i]))
+		}
 		waits = append(waits, f.start(fl.src, nil, "chrt", append(args, "-src", fl.src,
 			"-to", f.addr(fl.dst)+":5500", "-size", strconv.FormatInt(size, 10), "-flows", "1", "-arrivals", "burst",
 			"-timescale", k, "-rate", f.rate, "-pace", f.rate, "-timeline", xpStep.String(), "-timeout", timeout.String(),
-			"-id-base", strconv.Itoa((i+1)*1000), "-at", strconv.FormatInt(at.UnixNano(), 10), "-out", filepath.Join(dir, fmt.Sprintf("f%d.json", i)))...))
+			"-id-base", strconv.Itoa((i+1)*1000), "-at", strconv.FormatInt(start.UnixNano(), 10), "-out", filepath.Join(dir, fmt.Sprintf("f%d.json", i)))...))
 	}
 	// The verdict's window starts just before the clients do, so that
 	// the idle lead does not dilute the line time lost.
