@@ -259,10 +259,11 @@ def one(design, n, r):
     q2 = [port("sw2", s, "gswitch_queue_depth_bytes{") for s in W]
     x["samples"] = len(W)
     x["q1_p99"], x["q1_max"] = pct(q1, 0.99), max(q1, default=float("nan"))
-    x["q1_queue_peak"] = max((most("sw1", s, "gswitch_bfc_queue_watermark_bytes{") for s in W), default=float("nan"))
+    bfc = any(kk.startswith("sw1 gswitch_bfc_queue_watermark_bytes{") for s in W for kk in s)  # designs without BFC have no watermark
+    x["q1_queue_peak"] = max((most("sw1", s, "gswitch_bfc_queue_watermark_bytes{") for s in W), default=float("nan")) if bfc else float("nan")
     x["q1_sum_peaks"] = max((port("sw1", s, "gswitch_bfc_queue_watermark_bytes{") for s in W), default=float("nan"))
     x["q2_max"] = max(q2, default=float("nan"))
-    x["q2_queue_peak"] = max((most("sw2", s, "gswitch_bfc_queue_watermark_bytes{") for s in W), default=float("nan"))
+    x["q2_queue_peak"] = max((most("sw2", s, "gswitch_bfc_queue_watermark_bytes{") for s in W), default=float("nan")) if bfc else float("nan")
     if len(W) >= 2 and W[-1]["t"] > W[0]["t"]:
         wire = lambda s: port("sw2", s, "gswitch_port_tx_bytes_total{") + 24 * port("sw2", s, "gswitch_port_tx_packets_total{")
         x["util"] = (wire(W[-1]) - wire(W[0])) * 8 / (r1_bits / k) / (W[-1]["t"] - W[0]["t"])
