@@ -3,9 +3,12 @@
 # namespaces, BFC (Backpressure Flow Control) at work between them. Run as
 # root; about a minute and a half. It builds gswitchd, gswitchctl and
 # gsperf, brings up BFC's testbed (the paper's Fig. 6) from a topology file
-# with `gswitchctl topo up`, and runs the same incast three times: with no
-# mechanism, with BFC, and with PFC, the baseline BFC's paper argues
-# against:
+# with `gswitchctl topo up`, and runs the same incast four times, one per
+# design of its topology file (each design sets the ports' mechanisms and
+# the hosts' gsperf transport, `gswitchctl topo up -design` and `topo
+# transport`): with no mechanism, with BFC, with PFC, the baseline BFC's
+# paper argues against, and with HPCC (hosts that pace by the in-band
+# telemetry every switch port writes into their packets):
 #
 #   s1 --\
 #         sw1 ----> sw2 <---- sw3 -- s3        routed (L3), every link 100 Gbit/s, 1 us (the paper's)
@@ -33,8 +36,10 @@
 # the hosts are processes, slower to stop than a NIC), but a
 # victim flow from s2 to r1, whose port is idle, waits behind the incast
 # at sw1: head-of-line blocking, which BFC's per-flow queues avoid (its
-# completion time is printed for each run). Everything it made is removed
-# at the end, also on Ctrl-C.
+# completion time is printed for each run). HPCC's hosts hold the queues
+# near empty from the first round trip: no drops, no pauses, and the
+# victim runs at its share. Everything it made is removed at the end, also
+# on Ctrl-C.
 #
 # scripts/demo-switch.sh is the one-switch demo (iperf3 through a shaped
 # port, DRR against FIFO).
@@ -67,7 +72,10 @@ go build -o "$WORK/gswitchctl" ./cmd/gswitchctl
 go build -o "$WORK/gsperf" ./cmd/gsperf
 ctl() { "$WORK/gswitchctl" "$@"; }
 
-# topology MECHANISMS: BFC's testbed, every port running DRR over 16 queues.
+# topology: BFC's testbed, every port running DRR over 16 queues, with a
+# design per run: the ports' mechanisms and the hosts' gsperf transport.
+# The incast's hosts ignore BFC's pauses (plain), honour PFC's as a NIC
+# would (-pfc, paced at their line rate) or run HPCC.
 topology() {
 	cat >"$TOPO" <<YAML
 name: $NAME
@@ -77,7 +85,13 @@ metrics_base: $BASE
 defaults:
   link: {rate: 100Gbit, delay: 1us, mtu: 1500}
   switch: {workers: 1, realtime: 10}
-  port: {scheduler: drr, queues: 16, buffer: 8MB, mechanisms: $1}
+  port: {scheduler: drr, queues: 16, buffer: 8MB}
+transport: {mode: plain}
+designs:
+  none: {port: {mechanisms: {}}}
+  bfc: {port: {mechanisms: {bfc: {}}}}
+  pfc: {port: {mechanisms: {pfc: {response: 15ms}}}, transport: {mode: plain, pfc: true, args: [-pace, 100Gbit]}}
+  hpcc: {port: {mechanisms: {int: {}}}, transport: {mode: hpcc, args: [-pace, 100Gbit]}}
 switches: {sw1: {}, sw2: {}, sw3: {}}
 hosts:
   s1: {addr: 10.71.1.1/24}
@@ -96,10 +110,12 @@ links:
 YAML
 }
 
-up() {
-	topology "$1"
-	ctl topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" | sed 's/^/   /'
+up() { # DESIGN
+	topology
+	ctl topo up -design "$1" -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" | sed 's/^/   /'
 	UP=1
+	mapfile -t HOSTARGS < <(ctl topo transport "$TOPO" s1 -design "$1")
+	echo "   the hosts' gsperf under design $1 (gswitchctl topo transport): ${HOSTARGS[*]}"
 }
 down() {
 	ctl topo down -state "$WORK/state" "$TOPO" >/dev/null
@@ -119,7 +135,7 @@ ALLDROPS='gswitch_drops_total\{port="[a-z0-9]*",reason="(buffer_full|frame_limit
 
 URLS="sw1=http://127.0.0.1:$((BASE + 1))/metrics,sw2=http://127.0.0.1:$((BASE + 2))/metrics,sw3=http://127.0.0.1:$((BASE + 3))/metrics"
 
-# incast LABEL TIMEOUT [CLIENT-FLAGS]: two 256 KB flows from each of s1, s2
+# incast LABEL TIMEOUT: with the design's gsperf flags (HOSTARGS), two 256 KB flows from each of s1, s2
 # and s3 to r2, all at once (gsperf at the fabric's timescale: its rates
 # and times are the fabric's), and with them the victim: one 1 MB flow
 # from s2 to r1, whose port is idle; then the fidelity verdict of the
@@ -135,11 +151,11 @@ incast() {
 	for h in s1 s2 s3; do
 		i=$((i + 1))
 		hx $h timeout 40 "$WORK/gsperf" client -timescale 10000 -src $h -to 10.71.5.1:5500 -size 256KB -flows 2 -arrivals burst -at $at \
-			-rate 50Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" ${3:-} >"$WORK/$1-$h.log" 2>&1 &
+			-rate 50Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base $((i * 1000)) -out "$WORK/$1-$h.json" "${HOSTARGS[@]}" >"$WORK/$1-$h.log" 2>&1 &
 		pids+=($!)
 	done
 	hx s2 timeout 40 "$WORK/gsperf" client -timescale 10000 -src s2 -to 10.71.4.1:5500 -size 1MB -flows 1 -arrivals burst -at $at \
-		-rate 100Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base 9000 -out "$WORK/$1-victim.json" ${3:-} >"$WORK/$1-victim.log" 2>&1 &
+		-rate 100Gbit -base-rtt 10us -init-window 256KB -rto 300us -timeout "$2" -id-base 9000 -out "$WORK/$1-victim.json" "${HOSTARGS[@]}" >"$WORK/$1-victim.log" 2>&1 &
 	pids+=($!)
 	if [ "$1" = bfc ]; then # in the middle of the incast: sw2's congested port, and the queues sw1 holds for sw2, paused by sw2
 		sleep 3.6
@@ -170,7 +186,7 @@ print("%.0f us" % (f["fct_fabric_ns"]/1e3) if f["complete"] else "incomplete")' 
 }
 
 echo "== 1. the fabric without BFC: gswitchctl topo up (namespaces, veths, routes, one gswitchd per switch)"
-up "{}"
+up none
 echo "== ping s1 -> r2 across sw1 and sw2, and sw1's routing table (gswitchctl routes -s $NAME-sw1)"
 hx s1 ping -c 3 -i 0.2 -W 2 10.71.5.1 | tail -2 | sed 's/^/   /'
 ctl routes -s "$NAME-sw1" | sed 's/^/   /'
@@ -181,8 +197,8 @@ echo "   drops at sw2's port toward r2: $nobfc"
 down
 
 echo
-echo "== 2. the same fabric and incast with BFC on every port (mechanisms: {bfc: {}})"
-up "{bfc: {}}"
+echo "== 2. the same fabric and incast with BFC on every port (design bfc: mechanisms: {bfc: {}})"
+up bfc
 hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
 # The pause frames on the wire, as sw1 receives them from sw2 (in the background, the first four).
 ctl capture sw2 -s "$NAME-sw1" -dir rx -c 4 bfc >"$WORK/capture.txt" 2>&1 &
@@ -200,14 +216,14 @@ ctl fidelity -s "$NAME-sw2" 2>&1 | sed 's/^/     /' || true
 down
 
 echo
-echo "== 3. the baseline BFC replaces: PFC (IEEE 802.1Qbb) on every port (mechanisms: {pfc: {}}), the hosts' NICs honouring it (gsperf -pfc)"
+echo "== 3. the baseline BFC replaces: PFC (IEEE 802.1Qbb) on every port (design pfc: mechanisms: {pfc: {}}), the hosts' NICs honouring it (gsperf -pfc)"
 # The hosts pace at their links' rate, as a NIC sends (unpaced, a client
 # puts its whole window on the veth at once, before any pause can act),
 # and react to a pause as late as an ordinary process wakes: the headroom
 # allows it (response, wall time; a NIC's is microseconds).
-up "{pfc: {response: 15ms}}"
+up pfc
 hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
-incast pfc 3ms "-pfc -pace 100Gbit"
+incast pfc 3ms
 pfc=$(metric 2 "$DROPS") victim_pfc=$VICTIM
 echo "   drops at sw2's port toward r2: $pfc; anywhere in the fabric: $(($(metric 1 "$ALLDROPS") + $(metric 2 "$ALLDROPS") + $(metric 3 "$ALLDROPS")))" \
 	"$(for i in 1 2 3; do curl -s "http://127.0.0.1:$((BASE + i))/metrics" | grep '^gswitch_drops_total' | grep -v 'link_local' | grep -v ' 0$' | sed "s/^gswitch_drops_total/sw$i/"; done | tr '\n' ' ')"
@@ -219,12 +235,24 @@ print("%.0f us (fabric)" % (t / 10000 * 1e6))')"
 down
 
 echo
-echo "== summary: drops at the congested port: $nobfc with no mechanism, $bfc with BFC, $pfc with PFC"
-echo "   the victim (s2 -> r1, an idle port): FCT $victim_none with no mechanism, $victim_bfc with BFC, $victim_pfc with PFC"
+echo "== 4. another baseline of BFC's paper: HPCC, hosts that pace by in-band telemetry (design hpcc: mechanisms: {int: {}}, gsperf -mode hpcc)"
+echo "   every port writes its queue, bytes sent, time and rate into slots the senders reserved in their packets; the receivers echo them"
+up hpcc
+hx s1 ping -c 1 -W 2 10.71.5.1 >/dev/null
+incast hpcc 3ms
+hpcc=$(metric 2 "$DROPS") victim_hpcc=$VICTIM
+echo "   drops at sw2's port toward r2: $hpcc; INT records written by sw2's port toward r2: $(metric 2 'gswitch_int_hops_written_total\{port="r2"\}');" \
+	"BFC or PFC pauses: none (no pause mechanism runs)"
+down
+
+echo
+echo "== summary: drops at the congested port: $nobfc with no mechanism, $bfc with BFC, $pfc with PFC, $hpcc with HPCC"
+echo "   the victim (s2 -> r1, an idle port): FCT $victim_none with no mechanism, $victim_bfc with BFC, $victim_pfc with PFC, $victim_hpcc with HPCC"
 [ "$bfc" = 0 ] && [ "$nobfc" != 0 ] && echo "   BFC pushed the backlog upstream, hop by hop, and the congested switch dropped nothing." ||
 	echo "   (not as the design promises: look at the fidelity verdicts above)"
 echo "   PFC keeps the congested port lossless too, but it pauses sw1's whole priority toward sw2: the victim waits behind the"
 echo "   incast (head-of-line blocking, the congestion spreading BFC's paper starts from); BFC pauses only the incast's queues."
 echo "   (Drops elsewhere with PFC, listed above by reason, are sw1's headroom cap, pfc_headroom: s2 runs two gsperf clients,"
 echo "   each paced to the line, and a process reacts to a pause later than a NIC.)"
+echo "   HPCC needs no pause: its senders slow down by what the switches report before the queue builds."
 echo "== done: everything made is removed"

@@ -21,7 +21,7 @@ func TestShippedTopologies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bfc-incast.yaml", "bfc-line.yaml", "bfc-testbed.yaml", "designs-incast.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml", "sfc-dumbbell32.yaml"}
+	want := []string{"bfc-incast.yaml", "bfc-line.yaml", "bfc-testbed.yaml", "designs-incast.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml", "sfc-dumbbell32.yaml", "websearch.yaml"}
 	var got []string
 	for _, f := range files {
 		got = append(got, filepath.Base(f))

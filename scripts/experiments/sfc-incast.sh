@@ -12,7 +12,7 @@
 #   ingress        BTS from the arrival side ("Ingress BTS")
 #   ingress_cache  SFC: ingress BTS + the near-source cache at sw1
 #   estimator      SFC + the incast estimator at sw1 (destination r1)
-#   dcqcn          no SFC: DCQCN hosts (gsperf -mode dcqcn, CNPs from r1 and r2) over RED marking (the paper's Table 2 baseline)
+#   dcqcn          no SFC: DCQCN+W hosts (gsperf -mode dcqcn with a static BDP window, CNPs from r1 and r2), ECN at one BDP (the paper's baseline)
 #   hpcc           no SFC: HPCC hosts (gsperf -mode hpcc) over INT on every port (the other Table 2 baseline)
 #
 # gsperf runs without congestion control, as the paper's Fig. 1: each
@@ -172,10 +172,12 @@ run() {
 	ingress_cache-bloom*) keys="{mode: ingress_cache, rtt: $SFC_RTT, bloom_reset: ${what#ingress_cache-bloom}}" ;;
 	*) keys="{mode: $mode, rtt: $SFC_RTT}" ;;
 	esac
-	# The baselines' switch side beside SFC's measuring: DCQCN's RED marking
-	# (mech/ecn's defaults: DCQCN's kmin 5 KB, kmax 200 KB, pmax 1%) or INT.
+	# The baselines' switch side beside SFC's measuring, as the paper runs
+	# them (section 4.1, "Underlying congestion control"): DCQCN+W with the
+	# ECN threshold at one BDP (100 Gbit/s x 10 us = 125 KB; marked as a
+	# step) or HPCC over INT.
 	local extra=
-	case $mode in dcqcn) extra=", ecn: {mode: red}" ;; hpcc) extra=", int: {}" ;; esac
+	case $mode in dcqcn) extra=", ecn: {mode: step, k: 125KB}" ;; hpcc) extra=", int: {}" ;; esac
 	sed -e "s|mechanisms: {sfc: {.*}}|mechanisms: {sfc: $keys$extra}|" -e "s|^timescale: .*|timescale: $K|" "$TOPOLOGY" >"$TOPO"
 	"$WORK/gswitchctl" topo up -gswitchd "$WORK/gswitchd" -state "$WORK/state" "$TOPO" >"$d/up.log"
 	# Every sender reaches r1 (and the switches have resolved everything) before the clock starts.
@@ -200,9 +202,10 @@ run() {
 	case $mode in tcp | off) gmode=plain ;; dcqcn | hpcc) gmode=$mode ;; esac
 	# No congestion control (Fig. 1 is "without CC"): a window larger than any flow, so the senders run at
 	# their line rate (the pacer) unless a BTS pauses them; no loss is expected, so a long timeout.
-	# DCQCN and HPCC (the paper's Table 2 baselines) keep their own windows.
+	# DCQCN and HPCC (the paper's Table 2 baselines) keep their own windows:
+	# DCQCN+W a static window of one BDP (125 KB), HPCC W_init = one BDP.
 	local win=(-init-window 4MB)
-	case $mode in dcqcn | hpcc) win=() ;; esac
+	case $mode in dcqcn) win=(-init-window 125KB) ;; hpcc) win=() ;; esac
 	common=(-timescale "$K" -rate 100Gbit -pace 100Gbit -pace-burst $PACE_BURST -base-rtt $BASE_RTT "${win[@]}" -rto 1ms -timeout 5ms)
 	# Every client waits for its instant: starting 17 processes takes seconds on a loaded machine.
 	at=$(($(date +%s%N) + LEAD_S * 1000000000))
