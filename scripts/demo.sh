@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh — the main job: a fabric of three gswitchd switches in network
 # namespaces, BFC (Backpressure Flow Control) at work between them. Run as
-# root; about a minute and a half. It builds gswitchd, gswitchctl and
+# root; about a minute. It builds gswitchd, gswitchctl and
 # gsperf, brings up BFC's testbed (the paper's Fig. 6) from a topology file
 # with `gswitchctl topo up`, and runs the same incast four times, one per
 # design of its topology file (each design sets the ports' mechanisms and
@@ -36,10 +36,11 @@
 # the hosts are processes, slower to stop than a NIC), but a
 # victim flow from s2 to r1, whose port is idle, waits behind the incast
 # at sw1: head-of-line blocking, which BFC's per-flow queues avoid (its
-# completion time is printed for each run). HPCC's hosts hold the queues
-# near empty from the first round trip: no drops, no pauses, and the
-# victim runs at its share. Everything it made is removed at the end, also
-# on Ctrl-C.
+# completion time is printed for each run). HPCC's hosts pace by what the
+# switches report, without pauses, so the victim is not held; their first
+# round trip, one BDP each, may overflow the congested port before any
+# report arrives. Everything it made is removed at the end, also on
+# Ctrl-C.
 #
 # scripts/demo-switch.sh is the one-switch demo (iperf3 through a shaped
 # port, DRR against FIFO).
@@ -254,5 +255,7 @@ echo "   PFC keeps the congested port lossless too, but it pauses sw1's whole pr
 echo "   incast (head-of-line blocking, the congestion spreading BFC's paper starts from); BFC pauses only the incast's queues."
 echo "   (Drops elsewhere with PFC, listed above by reason, are sw1's headroom cap, pfc_headroom: s2 runs two gsperf clients,"
 echo "   each paced to the line, and a process reacts to a pause later than a NIC.)"
-echo "   HPCC needs no pause: its senders slow down by what the switches report before the queue builds."
+echo "   HPCC needs no pause, and the victim on another port is not held; but each sender starts with one BDP in flight"
+echo "   (HPCC's W_init, 125 KB): six at once are 750 KB for a 512 KB port, so the first round trip can drop, before the"
+echo "   switches' reports reach the senders. BFC's paper runs HPCC with PFC, or with a perfect retransmission, for that."
 echo "== done: everything made is removed"

@@ -20,8 +20,8 @@
 #   DESIGNS="dctcp pfabric" LOAD=0.8 sudo -E scripts/experiments/websearch-designs.sh
 #
 # FLOWS=100 (per host), LOAD=0.6, DESIGNS="droptail dctcp pfabric
-# afq-dctcp", BASE_RTT=10us (the slowdown's ideal and pFabric's BDP; the
-# fabric's 8 us of propagation and the switch), TIMEOUT=300ms (fabric: a flow
+# afq-dctcp", BASE_RTT=8us (the slowdown's ideal and pFabric's BDP: the
+# fabric's propagation, 2 links of 2 us each way), TIMEOUT=300ms (fabric: a flow
 # gives up this long after the last start), TOPOLOGY=topologies/websearch.yaml,
 # OUT=results-websearch-designs-DATE.
 set -euo pipefail
@@ -29,7 +29,7 @@ cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 FLOWS=${FLOWS:-100} LOAD=${LOAD:-0.6} DESIGNS=${DESIGNS:-"droptail dctcp pfabric afq-dctcp"}
-BASE_RTT=${BASE_RTT:-10us} TIMEOUT=${TIMEOUT:-300ms} TOPOLOGY=${TOPOLOGY:-topologies/websearch.yaml}
+BASE_RTT=${BASE_RTT:-8us} TIMEOUT=${TIMEOUT:-300ms} TOPOLOGY=${TOPOLOGY:-topologies/websearch.yaml}
 OUT=${OUT:-results-websearch-designs-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -38,7 +38,7 @@ go build -o "$WORK/gswitchd" ./cmd/gswitchd
 go build -o "$WORK/gswitchctl" ./cmd/gswitchctl
 go build -o "$WORK/gsperf" ./cmd/gsperf
 for d in $DESIGNS; do
-	"$WORK/gswitchctl" topo designs "$TOPOLOGY" | grep -qx "$d" || { echo "$0: DESIGNS: $d is not a design of $TOPOLOGY" >&2; exit 1; }
+	"$WORK/gswitchctl" topo designs "$TOPOLOGY" | grep -x "$d" >/dev/null || { echo "$0: DESIGNS: $d is not a design of $TOPOLOGY" >&2; exit 1; }
 done
 NAME=wsd$((RANDOM % 1000))
 BASE=$((20000 + RANDOM % 20000))
@@ -115,6 +115,8 @@ for d in designs:
         rows.append(f"| {d} | no flows |||||||")
         continue
     for line in lines:
+        if line.startswith("completion times"):
+            break  # the slowdown table ends; the completion times follow
         f = line.split()
         if len(f) == 7:
             rows.append(f"| {d} | {f[0]} | {f[1]} | {f[2]} | {f[3]} | {f[4]} | {f[5]} | {f[6]} |")
