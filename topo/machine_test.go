@@ -2,6 +2,7 @@ package topo
 
 import (
 	"bytes"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -323,5 +324,24 @@ func TestUnderlayMTU(t *testing.T) {
 	}
 	if got := underlayMTUProblem(tn, here, there, "the underlay interface ul", "ul", 100); strings.Contains(got, "lower links") {
 		t.Errorf("an MTU no link fits under suggests lowering the link's: %s", got)
+	}
+}
+
+// TestNamespacesMustBeShared: on a machine's part, a host namespace that
+// the machine's first process does not see mounted (as under ip netns
+// exec) fails up with how to run it instead; a fabric on one machine is
+// not checked.
+func TestNamespacesMustBeShared(t *testing.T) {
+	if _, err := os.ReadFile("/proc/1/mountinfo"); err != nil {
+		t.Skipf("cannot read /proc/1/mountinfo: %v", err)
+	}
+	tp, whole := mustPlan(t, twoMachines)
+	if err := checkNamespacesShared(whole); err != nil {
+		t.Errorf("the whole plan: %v", err)
+	}
+	p, _ := tp.PlanFor("m1") // tm-h1 is mounted nowhere
+	if err := checkNamespacesShared(p); err == nil || !strings.Contains(err.Error(), "hosts.h1: namespace tm-h1 is bound at /run/netns/tm-h1 in this process's mount namespace only") ||
+		!strings.Contains(err.Error(), "nsenter --net=/run/netns/NAME") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -337,6 +337,9 @@ func topoExec(args []string) int {
 		return fail(err)
 	}
 	o.Machine = t.MachineOf(pos[1]) // the host's part of a fabric over several machines
+	if len(t.Machines) > 0 && o.Machine == "" {
+		return fail(fmt.Errorf("%s: no host %q", pos[0], pos[1]))
+	}
 	r, err := topo.Attach(t, o)
 	if err != nil {
 		return fail(err)

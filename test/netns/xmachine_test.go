@@ -381,7 +381,9 @@ func TestBFCTestbedOverTwoMachines(t *testing.T) {
 			}
 			switch et := binary.BigEndian.Uint16(f.b[12:]); {
 			case et == wire.TagTPID && f.out:
-				kinds["tagged out"]++
+				kinds["tagged out"]++ // sw1's data toward r2
+			case et == wire.TagTPID:
+				kinds["tagged in"]++ // sw2's: r2's acknowledgements
 			case et == wire.EtherType && !f.out:
 				b, err := wire.ParseBFCFrame(f.b)
 				if err != nil || [6]byte(f.b[6:12]) != [6]byte(sw2mac) || b.Switch != 2 {
