@@ -19,7 +19,8 @@ import (
 // topology implies (a link or namespace without a state record is removed
 // only if it carries the topology's mark), so it also works after gswitchctl
 // or the machine's processes crashed. Removing what is not there is not an
-// error.
+// error. On a fabric over several machines it removes o.Machine's part
+// (its tunnels' VXLAN devices and stitches included).
 func Down(t *Topology, o UpOptions) error {
 	o = o.withDefaults(t)
 	p, err := t.PlanFor(o.Machine)

@@ -170,7 +170,9 @@ var upHook func(step string) error
 // neighbours, one gswitchd per switch; it waits until every gswitchd serves
 // metrics and writes targets.json. It refuses to start when something of
 // the topology exists already, and removes what it made when a step fails
-// (or ctx ends before it is done).
+// (or ctx ends before it is done). On a fabric over several machines it
+// brings up o.Machine's part, with its halves of the tunnels to the others,
+// after checking that the underlay can carry them.
 func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 	o = o.withDefaults(t)
 	p, err := t.PlanFor(o.Machine)
