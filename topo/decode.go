@@ -12,8 +12,8 @@ import (
 
 // decode reads the document's structure; validate checks what needs the whole of it.
 func decode(root *yaml.Node) (*Topology, error) {
-	t := &Topology{MetricsBase: DefaultMetricsBase, Mode: ModeL3, switches: map[string]*Switch{}, hosts: map[string]*Host{}}
-	top, err := fields(root, "", "name", "mode", "metrics_base", "fabric_pool", "timescale", "timescale_probe", "defaults", "transport", "designs", "switches", "hosts", "links")
+	t := &Topology{MetricsBase: DefaultMetricsBase, Mode: ModeL3, switches: map[string]*Switch{}, hosts: map[string]*Host{}, machines: map[string]*Machine{}}
+	top, err := fields(root, "", "name", "mode", "metrics_base", "fabric_pool", "timescale", "timescale_probe", "defaults", "transport", "designs", "machines", "tunnel", "switches", "hosts", "links")
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +63,9 @@ func decode(root *yaml.Node) (*Topology, error) {
 		return nil, err
 	}
 	if err := t.decodeDesigns(top["designs"]); err != nil {
+		return nil, err
+	}
+	if err := t.decodeMachines(top["machines"], top["tunnel"]); err != nil {
 		return nil, err
 	}
 	if err := t.decodeSwitches(top["switches"]); err != nil {
@@ -130,11 +133,14 @@ func (t *Topology) decodeSwitches(n *yaml.Node) error {
 		if !nodeNameRE.MatchString(name) {
 			return fmt.Errorf("%s: %q is not a valid name (1-15 characters: a letter, then letters, digits, - or _)", path, name)
 		}
-		f, err := fields(vals[i], path, "id", "config", "port")
+		f, err := fields(vals[i], path, "id", "config", "port", "machine")
 		if err != nil {
 			return err
 		}
 		s := &Switch{Name: name, Index: i + 1, ID: i + 1}
+		if s.Machine, err = machineKey(f["machine"], path+".machine"); err != nil {
+			return err
+		}
 		if v := f["id"]; v != nil {
 			if s.ID, err = integer(v, path+".id"); err != nil {
 				return err
@@ -172,11 +178,14 @@ func (t *Topology) decodeHosts(n *yaml.Node) error {
 		if _, dup := t.switches[name]; dup {
 			return fmt.Errorf("%s: %q is also the name of a switch (switch and host names must differ)", path, name)
 		}
-		f, err := fields(vals[i], path, "addr", "gateway", "cc", "mtu", "rto_min", "quickack", "transport")
+		f, err := fields(vals[i], path, "addr", "gateway", "cc", "mtu", "rto_min", "quickack", "transport", "machine")
 		if err != nil {
 			return err
 		}
 		h := &Host{Name: name, Index: i + 1}
+		if h.Machine, err = machineKey(f["machine"], path+".machine"); err != nil {
+			return err
+		}
 		if f["addr"] == nil {
 			return fmt.Errorf("%s.addr: missing (the host's IPv4 address with its prefix length, e.g. addr: 10.1.1.1/24)", path)
 		}
@@ -237,7 +246,7 @@ func (t *Topology) decodeLinks(n *yaml.Node) error {
 	}
 	for i, e := range n.Content {
 		path := fmt.Sprintf("links[%d]", i)
-		f, err := fields(e, path, "a", "b", "rate", "delay", "mtu", "a_port", "b_port", "name_a", "name_b")
+		f, err := fields(e, path, "a", "b", "rate", "delay", "mtu", "a_port", "b_port", "name_a", "name_b", "vni")
 		if err != nil {
 			return err
 		}
@@ -284,6 +293,16 @@ func (t *Topology) decodeLinks(n *yaml.Node) error {
 		}
 		if l.BPort, err = opaque(f["b_port"], path+".b_port", true); err != nil {
 			return err
+		}
+		if v := f["vni"]; v != nil {
+			n, err := integer(v, path+".vni")
+			if err != nil {
+				return err
+			}
+			if n < 1 || n > MaxVNI {
+				return fmt.Errorf("%s.vni: %d out of range [1, %d] (a VXLAN network identifier has 24 bits; 0 is left out)", path, n, MaxVNI)
+			}
+			l.VNI = uint32(n)
 		}
 		t.Links = append(t.Links, l)
 	}

@@ -1,5 +1,5 @@
 // Package topo reads topology files and brings fabrics of gswitchd switches
-// up and down on one Linux machine.
+// up and down on one Linux machine, or over several.
 //
 // A topology file (docs/topology.md) names switches, hosts and the links
 // between them. The model has three steps:
@@ -42,6 +42,15 @@
 // Topology.WithDesign puts a topology under one; without one the file runs
 // as written. Up records the design in the state file (UpDesign reads it),
 // and HostTransport gives a host's gsperf flags under the design.
+//
+// A file's machines: (machine.go, tunnel.go) spread the fabric over
+// several machines: each switch and host runs on one, and a link between
+// two machines is a VXLAN tunnel over their underlay network, stitched on
+// each machine to the link's veth by tc (mirred, both ways), so that the
+// switch's port stays what it is on one machine. Each machine brings up
+// its own part (Topology.PlanFor, UpOptions.Machine); Up refuses tunnels
+// the underlay cannot carry (address, route, MTU, VNI) before making
+// anything, and Running.Tunnels reads the tunnels' counters.
 //
 // Topology and Plan are plain values: safe to read from any goroutine, not
 // to modify concurrently. A Running belongs to the goroutine that called Up

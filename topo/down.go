@@ -19,20 +19,21 @@ import (
 // topology implies (a link or namespace without a state record is removed
 // only if it carries the topology's mark), so it also works after gswitchctl
 // or the machine's processes crashed. Removing what is not there is not an
-// error.
+// error. On a fabric over several machines it removes o.Machine's part
+// (its tunnels' VXLAN devices and stitches included).
 func Down(t *Topology, o UpOptions) error {
 	o = o.withDefaults(t)
-	dir := filepath.Join(o.StateDir, t.Name)
+	p, err := t.PlanFor(o.Machine)
+	if err != nil {
+		return err
+	}
+	dir := o.Dir(t)
 	st, err := readState(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w (move it away and run down again: the names the file implies are enough)", err)
 		}
 		st = &state{}
-	}
-	p, err := t.Plan()
-	if err != nil {
-		return err
 	}
 	var errs []error
 	// 1. gswitchd: recorded processes, and any process running one of this topology's configs.
@@ -81,6 +82,14 @@ func Down(t *Topology, o UpOptions) error {
 		for _, port := range s.Ports {
 			if !recorded[port.Interface] {
 				links = append(links, port.Interface)
+			}
+		}
+	}
+	for _, tp := range p.Tunnels {
+		here, _ := tp.Ends(p.Machine)
+		for _, name := range []string{here.Device, here.Stitch} {
+			if !recorded[name] {
+				links = append(links, name)
 			}
 		}
 	}

@@ -57,16 +57,28 @@ type Topology struct {
 	Transport *Transport
 	// Designs are the file's designs:, in file order; Design is the one the
 	// topology runs under (WithDesign; nil: the file's defaults as written).
-	Designs  []*Design
-	Design   *Design
-	Switches []*Switch
-	Hosts    []*Host
-	Links    []*Link
+	Designs []*Design
+	Design  *Design
+	// Machines are the file's machines:, in file order (none: the fabric
+	// is on one machine). Each switch and host runs on one of them (its
+	// Machine, by default the first), and a link whose ends are on two
+	// machines is carried by a tunnel (machine.go).
+	Machines []*Machine
+	// TunnelPort is the tunnels' UDP destination port (tunnel.port,
+	// default DefaultTunnelPort); VNIBase the VNI of links[0], link i's
+	// being VNIBase + i unless it gives vni (tunnel.vni_base, default
+	// DeriveVNIBase of the name).
+	TunnelPort int
+	VNIBase    uint32
+	Switches   []*Switch
+	Hosts      []*Host
+	Links      []*Link
 	// File is the path Load read ("" after Parse).
 	File string
 
 	switches map[string]*Switch
 	hosts    map[string]*Host
+	machines map[string]*Machine
 }
 
 // Defaults are the file's defaults: section.
@@ -100,6 +112,8 @@ type Switch struct {
 	Config *yaml.Node
 	// Port holds port keys for all of this switch's ports (over defaults.port).
 	Port *yaml.Node
+	// Machine is the machine the switch runs on ("" when the file has no machines:).
+	Machine string
 }
 
 // Host is one entry of hosts:.
@@ -122,6 +136,8 @@ type Host struct {
 	QuickAck bool
 	// Transport is the host's own transport:, over the design's (nil: none).
 	Transport *Transport
+	// Machine is the machine the host's namespace is on ("" when the file has no machines:).
+	Machine string
 }
 
 // Link is one entry of links:, with the defaults applied.
@@ -139,6 +155,9 @@ type Link struct {
 	APort, BPort *yaml.Node
 	// NameA and NameB override the port names at the switch ends.
 	NameA, NameB string
+	// VNI is the link's tunnel's VXLAN network identifier as the file gives
+	// it (0: derived, Topology.LinkVNI); only for a link between machines.
+	VNI uint32
 }
 
 // Load reads and validates a topology file.

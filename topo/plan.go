@@ -32,6 +32,14 @@ type Plan struct {
 	// written); Designs all the file's, in file order.
 	Design  string
 	Designs []string
+	// Machine is the machine the plan is for (PlanFor): its part of the
+	// fabric; "" for the whole fabric. Machines are the file's machines
+	// with what each holds, and Tunnels the links between two machines
+	// (on a machine's plan those with an end on it), in link order; both
+	// nil for a file without machines:.
+	Machine  string
+	Machines []*MachinePlan
+	Tunnels  []*TunnelPlan
 	// Namespaces are the hosts' network namespaces, in host order.
 	Namespaces []string
 	Hosts      []*HostPlan
@@ -69,6 +77,8 @@ type HostPlan struct {
 	// Transport is what the host's gsperf runs under the plan's design
 	// (nil when the file gives no transport: anywhere).
 	Transport *HostTransport
+	// Machine is the machine the host's namespace is on ("": no machines:).
+	Machine string
 }
 
 // SwitchPlan is one gswitchd.
@@ -83,6 +93,8 @@ type SwitchPlan struct {
 	Neighbors []Neighbor
 	// Config is the gswitchd YAML.
 	Config []byte
+	// Machine is the machine the switch runs on ("": no machines:).
+	Machine string
 }
 
 // PortPlan is one switch port: the root-namespace end of a veth.
@@ -120,6 +132,11 @@ type VethPlan struct {
 	// Rate and Delay are shaped by the switch ends.
 	Rate  string
 	Delay time.Duration
+	// Tunnel is set on a link between two machines. In the whole plan A
+	// and B are then the link's ends on their machines; in a machine's plan
+	// A is the end on the machine and B the stitch joined to the tunnel's
+	// VXLAN device.
+	Tunnel *TunnelPlan
 }
 
 // VethEnd is one end of a veth.
@@ -172,15 +189,19 @@ func (t *Topology) Plan() (*Plan, error) {
 	p := &Plan{Name: t.Name, Mode: t.Mode, Timescale: t.Timescale, TimescaleAuto: t.TimescaleAuto, Design: t.DesignName(), Designs: t.DesignNames()}
 	swPlan := map[string]*SwitchPlan{}
 	for _, s := range t.Switches {
-		sp := &SwitchPlan{Name: s.Name, Index: s.Index, ID: s.ID, Metrics: fmt.Sprintf("127.0.0.1:%d", t.MetricsBase+s.Index)}
+		sp := &SwitchPlan{Name: s.Name, Index: s.Index, ID: s.ID, Metrics: fmt.Sprintf("127.0.0.1:%d", t.MetricsBase+s.Index), Machine: s.Machine}
 		p.Switches = append(p.Switches, sp)
 		swPlan[s.Name] = sp
-		p.Targets = append(p.Targets, Target{Targets: []string{sp.Metrics}, Labels: map[string]string{"switch": s.Name, "topology": t.Name}})
+		labels := map[string]string{"switch": s.Name, "topology": t.Name}
+		if s.Machine != "" {
+			labels["machine"] = s.Machine
+		}
+		p.Targets = append(p.Targets, Target{Targets: []string{sp.Metrics}, Labels: labels})
 	}
 	hostPlan := map[string]*HostPlan{}
 	for _, h := range t.Hosts {
 		hp := &HostPlan{Name: h.Name, Namespace: Namespace(t.Name, h.Name), Interface: HostInterface,
-			MAC: MAC(t.Name, hostNode(h), 0), Addr: h.Addr, CC: h.CC, MTU: h.MTU, RtoMin: t.hostRtoMin(h), QuickAck: h.QuickAck}
+			MAC: MAC(t.Name, hostNode(h), 0), Addr: h.Addr, CC: h.CC, MTU: h.MTU, RtoMin: t.hostRtoMin(h), QuickAck: h.QuickAck, Machine: h.Machine}
 		if t.Mode == ModeL3 {
 			hp.Gateway = h.Gateway
 		}
@@ -303,5 +324,6 @@ func (t *Topology) Plan() (*Plan, error) {
 		}
 		sp.Config = b
 	}
+	t.planMachines(p)
 	return p, nil
 }

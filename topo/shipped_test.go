@@ -21,7 +21,7 @@ func TestShippedTopologies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bfc-incast.yaml", "bfc-line.yaml", "bfc-testbed.yaml", "designs-incast.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml", "sfc-dumbbell32.yaml", "websearch.yaml"}
+	want := []string{"bfc-incast.yaml", "bfc-line.yaml", "bfc-testbed-2m.yaml", "bfc-testbed.yaml", "designs-incast.yaml", "dumbbell.yaml", "leaf-spine.yaml", "parking-lot.yaml", "sfc-dumbbell.yaml", "sfc-dumbbell32.yaml", "websearch.yaml"}
 	var got []string
 	for _, f := range files {
 		got = append(got, filepath.Base(f))
@@ -92,6 +92,45 @@ func TestShippedTopologies(t *testing.T) {
 		checkRoutes(t, p, "sw1", map[string][]string{"10.2.1.0/24": {"10.255.0.1"}, "10.2.2.0/24": {"10.255.0.1"}, "10.3.1.0/24": {"10.255.0.1"}})
 		checkRoutes(t, p, "sw3", map[string][]string{"10.2.1.0/24": {"10.255.0.3"}, "10.2.2.0/24": {"10.255.0.3"}, "10.1.1.0/24": {"10.255.0.3"}, "10.1.2.0/24": {"10.255.0.3"}})
 		checkRoutes(t, p, "sw2", map[string][]string{"10.1.1.0/24": {"10.255.0.0"}, "10.1.2.0/24": {"10.255.0.0"}, "10.3.1.0/24": {"10.255.0.2"}})
+	})
+	t.Run("bfc-testbed-2m", func(t *testing.T) {
+		// bfc-testbed.yaml's fabric, switch for switch and port for port,
+		// over two machines: sw1, s1 and s2 on m1, the rest on m2, the link
+		// sw1 -> sw2 a tunnel.
+		one, two := plans["bfc-testbed.yaml"], plans["bfc-testbed-2m.yaml"]
+		if len(one.Switches) != len(two.Switches) || len(one.Hosts) != len(two.Hosts) || len(one.Veths) != len(two.Veths) || one.Timescale != two.Timescale {
+			t.Fatalf("%d switches, %d hosts, %d links at timescale %v; bfc-testbed.yaml has %d, %d, %d at %v",
+				len(two.Switches), len(two.Hosts), len(two.Veths), two.Timescale, len(one.Switches), len(one.Hosts), len(one.Veths), one.Timescale)
+		}
+		for i, s := range two.Switches {
+			o := one.Switches[i]
+			if s.Name != o.Name || len(s.Ports) != len(o.Ports) {
+				t.Fatalf("switch %s with %d ports, bfc-testbed.yaml's %s has %d", s.Name, len(s.Ports), o.Name, len(o.Ports))
+			}
+			for j, port := range s.Ports {
+				op := o.Ports[j]
+				if port.Name != op.Name || port.Role != op.Role || port.Uplink != op.Uplink || port.Rate != op.Rate || port.Delay != op.Delay || port.MTU != op.MTU ||
+					!slices.Equal(mapKeys(lookup(port.Keys, "mechanisms")), mapKeys(lookup(op.Keys, "mechanisms"))) {
+					t.Errorf("%s port %d: %+v, bfc-testbed.yaml's %+v", s.Name, j+1, port, op)
+				}
+			}
+		}
+		for _, h := range two.Hosts {
+			if o := one.host(h.Name); h.Switch != o.Switch {
+				t.Errorf("%s on %s, bfc-testbed.yaml's on %s", h.Name, h.Switch, o.Switch)
+			}
+		}
+		want := map[string]string{"sw1": "m1", "s1": "m1", "s2": "m1", "sw2": "m2", "sw3": "m2", "s3": "m2", "r1": "m2", "r2": "m2"}
+		for _, m := range two.Machines {
+			for _, n := range append(slices.Clone(m.Switches), m.Hosts...) {
+				if want[n] != m.Name {
+					t.Errorf("%s on %s, want %s", n, m.Name, want[n])
+				}
+			}
+		}
+		if len(two.Tunnels) != 1 || two.Tunnels[0].Link != 5 || two.Tunnels[0].A.Node != "sw1" || two.Tunnels[0].B.Node != "sw2" || two.Tunnels[0].MTU != 1500 {
+			t.Errorf("tunnels %+v, want links[5] sw1 (m1) -> sw2 (m2) alone", two.Tunnels)
+		}
 	})
 	t.Run("dumbbell", func(t *testing.T) {
 		p := plans["dumbbell.yaml"]

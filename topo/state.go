@@ -27,6 +27,8 @@ type state struct {
 	TimescaleWhy string  `json:"timescale_why,omitempty"`
 	// Design is the design the fabric runs under (absent: the file's defaults).
 	Design string `json:"design,omitempty"`
+	// Machine is the machine whose part this is (absent: the whole fabric).
+	Machine string `json:"machine,omitempty"`
 }
 
 type stateSwitch struct {
@@ -52,7 +54,7 @@ func statePath(dir string) string { return filepath.Join(dir, "state.json") }
 // defaults): what gswitchctl topo transport answers for without -design.
 func UpDesign(t *Topology, o UpOptions) (design string, up bool, err error) {
 	o = o.withDefaults(t)
-	st, err := readState(filepath.Join(o.StateDir, t.Name))
+	st, err := readState(o.Dir(t))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}

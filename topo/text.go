@@ -26,7 +26,12 @@ func (p *Plan) TargetsJSON() []byte {
 // and neighbours, hosts, links; with configs, each switch's gswitchd YAML.
 func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "topology %s, mode %s: %d switches, %d hosts, %d links\n", p.Name, p.Mode, len(p.Switches), len(p.Hosts), len(p.Veths))
+	if p.Machine != "" {
+		fmt.Fprintf(tw, "topology %s, mode %s, machine %s (underlay %s): %d switches, %d hosts, %d links (%d of them tunnels to other machines)\n",
+			p.Name, p.Mode, p.Machine, p.machine(p.Machine).Underlay, len(p.Switches), len(p.Hosts), len(p.Veths), len(p.Tunnels))
+	} else {
+		fmt.Fprintf(tw, "topology %s, mode %s: %d switches, %d hosts, %d links\n", p.Name, p.Mode, len(p.Switches), len(p.Hosts), len(p.Veths))
+	}
 	switch {
 	case p.TimescaleAuto:
 		fmt.Fprintf(tw, "timescale auto: up measures this machine and chooses K; rates and delays below are the fabric's\n")
@@ -46,7 +51,7 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	}
 	fmt.Fprintf(tw, "\nswitches (ports live in the root namespace):\n")
 	for _, s := range p.Switches {
-		fmt.Fprintf(tw, "  %s\tid %d\tmetrics %s\n", s.Name, s.ID, s.Metrics)
+		fmt.Fprintf(tw, "  %s\tid %d\tmetrics %s%s\n", s.Name, s.ID, s.Metrics, p.onMachine(s.Machine))
 		for _, port := range s.Ports {
 			var extra []string
 			if port.Addr.IsValid() {
@@ -71,7 +76,7 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	}
 	fmt.Fprintf(tw, "\nhosts (each in its namespace, interface %s, no default route):\n", HostInterface)
 	for _, h := range p.Hosts {
-		line := fmt.Sprintf("  %s\tnetns %s\t%s\t%s\tmtu %d\ton %s (%s)", h.Name, h.Namespace, h.MAC, h.Addr, h.MTU, h.Switch, h.Port)
+		line := fmt.Sprintf("  %s\tnetns %s\t%s\t%s\tmtu %d\ton %s (%s)%s", h.Name, h.Namespace, h.MAC, h.Addr, h.MTU, h.Switch, h.Port, p.onMachine(h.Machine))
 		if h.Gateway.IsValid() {
 			line += fmt.Sprintf("\tgateway %s %s", h.Gateway, h.GatewayMAC)
 		}
@@ -94,10 +99,21 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	}
 	fmt.Fprintf(tw, "\nlinks (veth pairs, offloads off on both ends):\n")
 	for _, v := range p.Veths {
-		fmt.Fprintf(tw, "  links[%d]\t%s\t<->\t%s\trate %s\tdelay %s\tmtu %d/%d\n", v.Link, end(v.A), end(v.B),
+		b := end(v.B)
+		switch {
+		case v.Tunnel != nil && p.Machine == "":
+			b += fmt.Sprintf(" (tunnel %s-%s)", v.Tunnel.A.Machine, v.Tunnel.B.Machine)
+		case v.Tunnel != nil:
+			_, there := v.Tunnel.Ends(p.Machine)
+			b = fmt.Sprintf("%s (stitch, tunnel to %s on %s)", v.B.Name, there.Node, there.Machine)
+		}
+		fmt.Fprintf(tw, "  links[%d]\t%s\t<->\t%s\trate %s\tdelay %s\tmtu %d/%d\n", v.Link, end(v.A), b,
 			orUnlimited(v.Rate)+p.wallRate(v.Rate), durText(v.Delay)+p.wallDelay(v.Delay), v.A.MTU, v.B.MTU)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := p.WriteMachines(w); err != nil {
 		return err
 	}
 	if configs {
@@ -110,7 +126,74 @@ func (p *Plan) WriteText(w io.Writer, configs bool) error {
 	return nil
 }
 
+// WriteMachines writes, for a fabric over several machines, what each
+// machine holds and each tunnel between them (on a machine's plan, that
+// machine's tunnels); nothing for a fabric on one machine.
+func (p *Plan) WriteMachines(w io.Writer) error {
+	if len(p.Machines) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if p.Machine == "" {
+		fmt.Fprintf(tw, "\nmachines (each brings up its own part: gswitchctl topo up FILE -machine NAME, on that machine):\n")
+		for _, m := range p.Machines {
+			fmt.Fprintf(tw, "  %s\tunderlay %s\tswitches %s\thosts %s\tveths %s\ttunnels %s\n", m.Name, m.Underlay,
+				orNone(strings.Join(m.Switches, ", ")), orNone(strings.Join(m.Hosts, ", ")), linkList(m.Links), linkList(m.Tunnels))
+		}
+	}
+	if len(p.Tunnels) > 0 {
+		fmt.Fprintf(tw, "\ntunnels (VXLAN over IPv4; on each machine the link's end is a veth stitched by tc to the VXLAN device):\n")
+	}
+	for _, tp := range p.Tunnels {
+		vni := "derived"
+		if tp.VNIGiven {
+			vni = "links[" + fmt.Sprint(tp.Link) + "].vni"
+		}
+		fmt.Fprintf(tw, "  links[%d]\t%s on %s %s\t<->\t%s on %s %s\tVNI %d (%s)\tUDP port %d from %d\tdevice %s, stitch %s\tmtu %d, the underlay's at least %d\trate %s\n",
+			tp.Link, tp.A.Node, tp.A.Machine, tp.A.Underlay, tp.B.Node, tp.B.Machine, tp.B.Underlay, tp.VNI, vni, tp.Port, tp.SrcPort,
+			tp.A.Device, tp.A.Stitch, tp.MTU, UnderlayMTU(tp.MTU), orUnlimited(tp.Rate)+p.wallRate(tp.Rate))
+	}
+	return tw.Flush()
+}
+
+// machine is the plan's machine named m (nil if none).
+func (p *Plan) machine(m string) *MachinePlan {
+	for _, mp := range p.Machines {
+		if mp.Name == m {
+			return mp
+		}
+	}
+	return nil
+}
+
+// onMachine is "\ton m1" for a node on machine m in the whole plan of a
+// fabric over several machines ("" otherwise).
+func (p *Plan) onMachine(m string) string {
+	if m == "" || p.Machine != "" {
+		return ""
+	}
+	return "\ton " + m
+}
+
+func linkList(ls []int) string {
+	var s []string
+	for _, l := range ls {
+		s = append(s, fmt.Sprintf("links[%d]", l))
+	}
+	return orNone(strings.Join(s, " "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
 func end(e VethEnd) string {
+	if e.Node == "" {
+		return e.Name
+	}
 	if e.Namespace == "" {
 		return fmt.Sprintf("%s %s", e.Node, e.Name)
 	}

@@ -45,14 +45,35 @@ type UpOptions struct {
 	// Down is the same either way; it also stops a gswitchd running one of
 	// the written configs.
 	NoSwitches bool
+	// Machine is the machine whose part of the fabric Up brings up and
+	// Down takes down, on the machine itself (the file's machines:; ""
+	// for a file without, or with only one): its switches, hosts and links,
+	// and its halves of the tunnels to the others.
+	Machine string
+}
+
+// Dir is the topology's state directory: <StateDir>/<name>, or for one
+// machine's part of a fabric over several <StateDir>/<name>-<machine> (so
+// that the parts of two machines emulated on one can be up at once).
+func (o UpOptions) Dir(t *Topology) string {
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir
+	}
+	if m, err := t.resolveMachine(o.Machine); err == nil && m != "" {
+		return filepath.Join(o.StateDir, t.Name+"-"+m)
+	}
+	return filepath.Join(o.StateDir, t.Name)
 }
 
 func (o UpOptions) withDefaults(t *Topology) UpOptions {
 	if o.StateDir == "" {
 		o.StateDir = DefaultStateDir
 	}
+	if m, err := t.resolveMachine(o.Machine); err == nil {
+		o.Machine = m // PlanFor reports a machine that is not
+	}
 	if o.LogDir == "" {
-		o.LogDir = filepath.Join(o.StateDir, t.Name)
+		o.LogDir = o.Dir(t)
 	}
 	if o.Wait == 0 {
 		o.Wait = DefaultWait
@@ -80,6 +101,10 @@ type Running struct {
 	TimescaleWhy string
 	// Design is the design the fabric runs under ("": the file's defaults).
 	Design string
+	// Machine is the machine whose part of the fabric this is ("": all of it).
+	Machine string
+	// Started is when Up began.
+	Started time.Time
 
 	topo *Topology
 	opts UpOptions
@@ -145,10 +170,12 @@ var upHook func(step string) error
 // neighbours, one gswitchd per switch; it waits until every gswitchd serves
 // metrics and writes targets.json. It refuses to start when something of
 // the topology exists already, and removes what it made when a step fails
-// (or ctx ends before it is done).
+// (or ctx ends before it is done). On a fabric over several machines it
+// brings up o.Machine's part, with its halves of the tunnels to the others,
+// after checking that the underlay can carry them.
 func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 	o = o.withDefaults(t)
-	p, err := t.Plan()
+	p, err := t.PlanFor(o.Machine)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +196,11 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 	if err := checkCC(p); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(o.StateDir, t.Name)
+	dir := o.Dir(t)
 	if err := checkClashes(t, p, dir, !o.NoSwitches); err != nil {
+		return nil, err
+	}
+	if err := checkUnderlay(p); err != nil {
 		return nil, err
 	}
 	why := ""
@@ -181,7 +211,7 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if p, err = nt.Plan(); err != nil {
+		if p, err = nt.PlanFor(o.Machine); err != nil {
 			return nil, err
 		}
 		t, why = nt, c.String()
@@ -193,7 +223,7 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 		return nil, err
 	}
 	u := &upper{t: t, p: p, o: o, dir: dir, bin: bin, exited: map[int]chan struct{}{}, exitErr: map[int]error{},
-		st: &state{Topology: t.Name, File: absOrEmpty(t.File), Started: time.Now().UTC(), TimescaleWhy: why, Design: t.DesignName()}}
+		st: &state{Topology: t.Name, File: absOrEmpty(t.File), Started: time.Now().UTC(), TimescaleWhy: why, Design: t.DesignName(), Machine: p.Machine}}
 	if !t.Timescale.One() {
 		u.st.Timescale = t.Timescale.K()
 	}
@@ -226,6 +256,13 @@ func Up(ctx context.Context, t *Topology, o UpOptions) (r *Running, err error) {
 	}
 	if o.NoSwitches {
 		steps[3].fn, steps = u.configs, steps[:4]
+	}
+	if len(p.Tunnels) > 0 {
+		// After the veths, whose stitch ends the tunnels join.
+		steps = append(steps[:2], append([]struct {
+			name string
+			fn   func(context.Context) error
+		}{{"tunnels", u.tunnels}}, steps[2:]...)...)
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -266,8 +303,8 @@ func absOrEmpty(p string) string {
 }
 
 func (s *state) running(t *Topology, o UpOptions) *Running {
-	dir := filepath.Join(o.StateDir, t.Name)
-	r := &Running{Name: t.Name, Dir: dir, Hosts: s.Hosts, topo: t, opts: o, Timescale: units.Timescale(max(s.Timescale, 1)), TimescaleWhy: s.TimescaleWhy, Design: s.Design}
+	dir := o.Dir(t)
+	r := &Running{Name: t.Name, Dir: dir, Hosts: s.Hosts, topo: t, opts: o, Timescale: units.Timescale(max(s.Timescale, 1)), TimescaleWhy: s.TimescaleWhy, Design: s.Design, Machine: s.Machine, Started: s.Started}
 	if !s.NoSwitches {
 		r.Targets = filepath.Join(dir, "targets.json")
 	}
@@ -286,10 +323,13 @@ func (s *state) running(t *Topology, o UpOptions) *Running {
 // Attach returns the Running of a topology that is up (from its state file).
 func Attach(t *Topology, o UpOptions) (*Running, error) {
 	o = o.withDefaults(t)
-	dir := filepath.Join(o.StateDir, t.Name)
+	if _, err := t.resolveMachine(o.Machine); err != nil {
+		return nil, err
+	}
+	dir := o.Dir(t)
 	st, err := readState(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("topology %s is not up (no %s; bring it up with gswitchctl topo up)", t.Name, statePath(dir))
+		return nil, fmt.Errorf("topology %s is not up%s (no %s; bring it up with gswitchctl topo up)", t.Name, onMachine(o.Machine), statePath(dir))
 	}
 	if err != nil {
 		return nil, err
@@ -315,6 +355,18 @@ func checkClashes(t *Topology, p *Plan, dir string, metrics bool) error {
 				why = "left over from this topology: gswitchctl topo down removes it"
 			}
 			clashes = append(clashes, fmt.Sprintf("network namespace %s (hosts.%s) exists, %s", h.Namespace, h.Name, why))
+		}
+	}
+	for _, tp := range p.Tunnels {
+		here, _ := tp.Ends(p.Machine)
+		for _, name := range []string{here.Device, here.Stitch} {
+			if l, err := netlink.LinkByName(name); err == nil {
+				why := "made by something else: remove it, or rename the topology (name:)"
+				if l.Attrs().Alias == alias(t.Name) {
+					why = "left over from this topology: gswitchctl topo down removes it"
+				}
+				clashes = append(clashes, fmt.Sprintf("interface %s (links[%d]'s tunnel) exists, %s", name, tp.Link, why))
+			}
 		}
 	}
 	for _, s := range p.Switches {

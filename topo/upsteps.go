@@ -76,7 +76,7 @@ func (u *upper) namespaces(context.Context) error {
 			return fmt.Errorf("hosts.%s: namespace %s: lo: %w", h.Name, h.Namespace, err)
 		}
 	}
-	return nil
+	return checkNamespacesShared(u.p)
 }
 
 func (s *state) recordNS(dir, ns string) error {

@@ -76,6 +76,9 @@ func (t *Topology) validate() error {
 			return fmt.Errorf("switches.%s: %d links, at most %d ports per switch", s.Name, n, maxPorts)
 		}
 	}
+	if err := t.validateMachines(); err != nil {
+		return err
+	}
 	if !t.TimescaleAuto { // auto's K is checked once chosen (WithTimescale)
 		if err := t.checkTimescale(t.Timescale); err != nil {
 			return err

@@ -17,6 +17,8 @@
 //	gswitchctl topo transport FILE HOST   print the host's gsperf flags under the design
 //	gswitchctl topo exec FILE HOST -- CMD [ARGS...]
 //	gswitchctl topo targets FILE     print the Prometheus file_sd targets
+//	gswitchctl topo status FILE      what is up on this machine, each tunnel's counters
+//	(up, down, show, targets, status -machine NAME: one machine's part of a fabric over several)
 //
 // Each subcommand lives in its own file and is listed in commands below.
 package main

@@ -245,7 +245,7 @@ links: [{a: h1, b: s1}, {a: s1, b: s2}, {a: s2, b: h2}]
 	ln.SetUnlinkOnClose(false)
 	ln.Close() // a socket nobody answers on, as a killed gswitchd leaves
 	os.WriteFile(filepath.Join(dir, "s2.sock"), []byte("not a socket"), 0o644)
-	code, stdout, stderr := capture(t, func() int { removeStaleSockets(tp, dir); return 0 })
+	code, stdout, stderr := capture(t, func() int { removeStaleSockets(tp, topo.UpOptions{StateDir: dir}); return 0 })
 	if code != 0 || !strings.Contains(stdout, "removed switch s1's stale control socket "+dir+"/s1.sock") || !strings.Contains(stderr, "switch s2: control.socket: "+dir+"/s2.sock is a regular file") {
 		t.Fatalf("stdout %q stderr %q", stdout, stderr)
 	}

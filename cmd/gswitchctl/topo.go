@@ -21,7 +21,7 @@ import (
 
 const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
 
-  up FILE [-design NAME] [-gswitchd PATH] [-state DIR] [-log DIR] [-wait 10s] [-no-switches]
+  up FILE [-machine NAME] [-design NAME] [-gswitchd PATH] [-state DIR] [-log DIR] [-wait 10s] [-no-switches]
         make the namespaces, veths, addresses, routes and neighbours, start one
         gswitchd per switch, wait until each serves metrics, write
         DIR/<name>/targets.json (Prometheus file_sd); refused when any of it exists.
@@ -30,16 +30,26 @@ const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
         -no-switches: hosts and links only; each switch's config is written to
         DIR/<name>/<switch>.yaml and no gswitchd is started (run your own).
         A topology with timescale: auto first measures this machine (a few
-        seconds) and says which timescale it chose and why
-  down FILE [-state DIR] [-design NAME]
+        seconds) and says which timescale it chose and why.
+        -machine: on a fabric over several machines (the file's machines:),
+        bring up this machine's part: its switches, hosts and links, and
+        its ends of the tunnels to the others (required with several)
+  down FILE [-machine NAME] [-state DIR] [-design NAME]
         stop the topology's gswitchd processes and remove everything it made
-        (also after a crash; the same under every design)
-  show FILE [-design NAME] [-configs]
+        (also after a crash; the same under every design); -machine: this
+        machine's part
+  show FILE [-machine NAME] [-design NAME] [-configs]
         print the plan: the timescale, design, ports, MACs, addresses, routes,
-        neighbours, hosts' gsperf flags (and each switch's gswitchd YAML)
+        neighbours, hosts' gsperf flags, machines and tunnels (and each
+        switch's gswitchd YAML); -machine: what that machine holds
   check FILE
         validate the file and, under its defaults and each design, every
-        switch's gswitchd config as gswitchd reads it; list the designs
+        switch's gswitchd config as gswitchd reads it; list the designs,
+        and what each machine holds and each tunnel between machines
+  status FILE [-machine NAME] [-state DIR]
+        what is up on this machine: the switches (running or not), hosts,
+        and each tunnel with its counters (frames sent into and received
+        from the underlay, drops, errors)
   designs FILE
         print the file's design names, one per line
   transport FILE HOST [-design NAME] [-server] [-state DIR]
@@ -48,9 +58,9 @@ const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
         Without -design: the design the topology is up under, else the
         file's defaults
   exec FILE HOST [-state DIR] -- CMD [ARGS...]
-        run a command in a host's network namespace
-  targets FILE
-        print the Prometheus file_sd targets (one per switch)
+        run a command in a host's network namespace (on the host's machine)
+  targets FILE [-machine NAME]
+        print the Prometheus file_sd targets (one per switch; -machine: its switches)
 
 The topology file format is described in docs/topology.md.
 `
@@ -78,6 +88,8 @@ func topoMain(args []string) int {
 		return topoDesigns(args)
 	case "transport":
 		return topoTransport(args)
+	case "status":
+		return topoStatus(args)
 	case "help", "-h", "-help", "--help":
 		fmt.Print(topoUsage)
 		return 0
@@ -160,6 +172,7 @@ func topoUp(args []string) int {
 	fs.DurationVar(&o.Wait, "wait", topo.DefaultWait, "how long to wait for every gswitchd to serve metrics")
 	fs.BoolVar(&o.NoSwitches, "no-switches", false, "bring up hosts and links only; start no gswitchd")
 	design := fs.String("design", "", "run the fabric under this design of the file (default: the file's defaults as written)")
+	fs.StringVar(&o.Machine, "machine", "", "bring up this machine's part of a fabric over several machines")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("up", err)
@@ -179,7 +192,7 @@ func topoUp(args []string) int {
 	if t.Design != nil {
 		under = ", design " + t.Design.Name
 	}
-	fmt.Printf("topology %s is up (mode %s%s) in %.1f s\n", t.Name, t.Mode, under, time.Since(start).Seconds())
+	fmt.Printf("topology %s is up%s (mode %s%s) in %.1f s\n", t.Name, machineText(r.Machine), t.Mode, under, time.Since(start).Seconds())
 	if t.Design == nil && len(t.Designs) > 0 {
 		fmt.Printf("no -design: the file's defaults run as written (its designs: %s)\n", strings.Join(t.DesignNames(), ", "))
 	}
@@ -203,14 +216,17 @@ func topoUp(args []string) int {
 		}
 		fmt.Printf("  host   %-10s netns %-14s %s %s%s\n", h.Name, h.Namespace, h.Interface, h.Addr, gsperf)
 	}
+	printTunnels(t, r.Machine)
 	if r.Targets != "" {
 		fmt.Printf("Prometheus file_sd targets: %s\n", r.Targets)
 	}
-	fmt.Printf("run a command in a host:    gswitchctl topo exec %s %s -- ping -c 3 ADDR\n", pos[0], r.Hosts[0].Name)
-	if t.HasTransport() {
-		fmt.Printf("a host's gsperf flags:      gswitchctl topo transport %s %s\n", pos[0], r.Hosts[0].Name)
+	if len(r.Hosts) > 0 { // a machine of a fabric over several may hold switches alone
+		fmt.Printf("run a command in a host:    gswitchctl topo exec %s %s -- ping -c 3 ADDR\n", pos[0], r.Hosts[0].Name)
+		if t.HasTransport() {
+			fmt.Printf("a host's gsperf flags:      gswitchctl topo transport %s %s\n", pos[0], r.Hosts[0].Name)
+		}
 	}
-	fmt.Printf("take it down:               gswitchctl topo down %s\n", pos[0])
+	fmt.Printf("take it down:               gswitchctl topo down %s%s\n", pos[0], machineFlag(r.Machine))
 	return 0
 }
 
@@ -222,6 +238,7 @@ func topoDown(args []string) int {
 	// and sockets are the same under every design, so down goes on even
 	// when the file no longer has the design.
 	design := fs.String("design", "", "the design it was brought up under (changes nothing: down removes the same under every design)")
+	fs.StringVar(&o.Machine, "machine", "", "take down this machine's part of a fabric over several machines")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("down", err)
@@ -236,8 +253,8 @@ func topoDown(args []string) int {
 	if err := topo.Down(t, o); err != nil {
 		return fail(err)
 	}
-	removeStaleSockets(t, o.StateDir)
-	fmt.Printf("topology %s is down\n", t.Name)
+	removeStaleSockets(t, o)
+	fmt.Printf("topology %s is down%s\n", t.Name, machineText(o.Machine))
 	return 0
 }
 
@@ -246,8 +263,8 @@ func topoDown(args []string) int {
 // removes its own, one that had to be killed leaves it behind. Only
 // sockets nobody answers on go (control.RemoveStale); anything else at
 // those paths is reported and left.
-func removeStaleSockets(t *topo.Topology, stateDir string) {
-	p, err := t.Plan()
+func removeStaleSockets(t *topo.Topology, o topo.UpOptions) {
+	p, err := t.PlanFor(o.Machine)
 	if err != nil {
 		return
 	}
@@ -258,7 +275,7 @@ func removeStaleSockets(t *topo.Topology, stateDir string) {
 		}
 		path := c.Control.Socket
 		if path == "" {
-			path = control.DefaultSocket(filepath.Join(stateDir, t.Name, s.Name+".yaml"))
+			path = control.DefaultSocket(filepath.Join(o.Dir(t), s.Name+".yaml"))
 		}
 		if ok, err := control.RemoveStale(path); err != nil {
 			fmt.Fprintf(os.Stderr, "gswitchctl topo down: switch %s: %v\n", s.Name, err)
@@ -272,6 +289,7 @@ func topoShow(args []string) int {
 	fs := flags("show")
 	configs := fs.Bool("configs", false, "also print each switch's gswitchd YAML")
 	design := fs.String("design", "", "the plan under this design of the file (default: the file's defaults as written)")
+	machine := fs.String("machine", "", "what this machine of a fabric over several machines holds")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("show", err)
@@ -281,6 +299,9 @@ func topoShow(args []string) int {
 		return code
 	}
 	p, err := t.Plan()
+	if *machine != "" {
+		p, err = t.PlanFor(*machine)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -315,6 +336,10 @@ func topoExec(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	o.Machine = t.MachineOf(pos[1]) // the host's part of a fabric over several machines
+	if len(t.Machines) > 0 && o.Machine == "" {
+		return fail(fmt.Errorf("%s: no host %q", pos[0], pos[1]))
+	}
 	r, err := topo.Attach(t, o)
 	if err != nil {
 		return fail(err)
@@ -336,7 +361,9 @@ func topoExec(args []string) int {
 }
 
 func topoTargets(args []string) int {
-	pos, err := parse(flags("targets"), args)
+	fs := flags("targets")
+	machine := fs.String("machine", "", "the targets of this machine's switches (a fabric over several machines)")
+	pos, err := parse(fs, args)
 	if err != nil {
 		return usageErr("targets", err)
 	}
@@ -345,6 +372,9 @@ func topoTargets(args []string) int {
 		return code
 	}
 	p, err := t.Plan()
+	if *machine != "" {
+		p, err = t.PlanFor(*machine)
+	}
 	if err != nil {
 		return fail(err)
 	}

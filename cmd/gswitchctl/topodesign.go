@@ -82,6 +82,11 @@ func writeCheck(w io.Writer, file string, t *topo.Topology) ([]string, error) {
 	if err := tw.Flush(); err != nil {
 		return nil, err
 	}
+	if p, err := t.Plan(); err == nil {
+		if err := p.WriteMachines(w); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case len(t.Designs) == 0:
 		fmt.Fprintf(w, "no designs: the file runs as written\n")
@@ -171,6 +176,7 @@ func topoTransport(args []string) int {
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "design" })
+	o.Machine = t.MachineOf(pos[1]) // where the host's part records its design
 	running, up, err := topo.UpDesign(t, o)
 	if err != nil {
 		return fail(err)
