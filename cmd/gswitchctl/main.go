@@ -17,6 +17,7 @@
 //	gswitchctl topo transport FILE HOST   print the host's gsperf flags under the design
 //	gswitchctl topo exec FILE HOST -- CMD [ARGS...]
 //	gswitchctl topo targets FILE     print the Prometheus file_sd targets
+//	gswitchctl topo export FILE [-format containerlab|clabernetes] [-o DIR]   the fabric for containerlab or clabernetes
 //
 // Each subcommand lives in its own file and is listed in commands below.
 package main
