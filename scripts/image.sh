@@ -140,9 +140,13 @@ if [ -n "$save" ]; then
 	esac
 	echo "image.sh: wrote $save ($engine load -i $save, or ctr -n k8s.io images import $save on a Kubernetes node)"
 fi
+profile=${seccomp:-seccomp.json}
 cat <<EOF
 run a switch whose ports are in network namespace SW (deploy/container/README.md):
   podman run -d --name SW --network ns:/run/netns/SW --cap-drop all \\
-    --cap-add NET_ADMIN,NET_RAW,BPF,IPC_LOCK --ulimit memlock=-1:-1 \\
+    --cap-add NET_ADMIN,NET_RAW,BPF,IPC_LOCK --security-opt seccomp=$profile \\
     -v /path/to/config-dir:/etc/gswitch:ro $IMAGE
 EOF
+if [ -z "$seccomp" ]; then
+	echo "  ($profile: scripts/image.sh -seccomp $profile; or add SYS_ADMIN to --cap-add instead of the profile)"
+fi
