@@ -13,6 +13,8 @@ command -v python3 >/dev/null || need+=(python3)
 command -v timeout >/dev/null || need+=(coreutils)
 command -v tshark >/dev/null || need+=(tshark)                           # tests of the Wireshark dissector and of captures
 command -v prometheus >/dev/null || need+=(prometheus)                   # the Prometheus test (promtool comes with it)
+command -v podman >/dev/null || need+=(podman)                           # the container image: scripts/image.sh and its namespace test
+command -v runc >/dev/null || need+=(runc)                               # the image test's runtime (crun refuses hybrid cgroup hierarchies)
 if ((${#need[@]})); then
 	echo "install-deps: apt-get install ${need[*]}"
 	apt-get update -qq

@@ -72,7 +72,7 @@ _gswitchctl() {
 		if ((n == 3)) && [[ ${COMP_WORDS[COMP_CWORD-2]} == queue ]]; then COMPREPLY=($(compgen -W "pause resume" -- "$cur")); fi ;;
 	capture) COMPREPLY=($(compgen -W "%s" -- "$cur")) ;;
 	completion) COMPREPLY=($(compgen -W "bash" -- "$cur")) ;;
-	topo) COMPREPLY=($(compgen -W "up down show check designs transport exec targets" -- "$cur")) ;;
+	topo) COMPREPLY=($(compgen -W "up down show check designs transport exec targets export" -- "$cur")) ;;
 	esac
 }
 complete -F _gswitchctl gswitchctl

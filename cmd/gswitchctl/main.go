@@ -19,6 +19,7 @@
 //	gswitchctl topo targets FILE     print the Prometheus file_sd targets
 //	gswitchctl topo status FILE      what is up on this machine, each tunnel's counters
 //	(up, down, show, targets, status -machine NAME: one machine's part of a fabric over several)
+//	gswitchctl topo export FILE [-format containerlab|clabernetes] [-o DIR]   the fabric for containerlab or clabernetes
 //
 // Each subcommand lives in its own file and is listed in commands below.
 package main

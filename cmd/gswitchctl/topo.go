@@ -61,6 +61,13 @@ const topoUsage = `usage: gswitchctl topo SUBCOMMAND FILE [flags]
         run a command in a host's network namespace (on the host's machine)
   targets FILE [-machine NAME]
         print the Prometheus file_sd targets (one per switch; -machine: its switches)
+  export FILE [-format containerlab|clabernetes] [-o DIR] [-design NAME]
+         [-image IMAGE] [-host-image IMAGE] [-namespace NS] [-timescale K]
+        write the fabric in another engine's format: containerlab (its
+        topology file, DIR/<name>.clab.yml, and each switch's gswitchd
+        config, DIR/gswitchd/<switch>.yaml) or clabernetes (DIR/<name>.clabernetes.yaml:
+        the containerlab file in a clabernetes Topology, for Kubernetes);
+        deploy/k8s/README.md has the steps
 
 The topology file format is described in docs/topology.md.
 `
@@ -90,6 +97,8 @@ func topoMain(args []string) int {
 		return topoTransport(args)
 	case "status":
 		return topoStatus(args)
+	case "export":
+		return topoExport(args)
 	case "help", "-h", "-help", "--help":
 		fmt.Print(topoUsage)
 		return 0
