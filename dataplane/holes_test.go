@@ -171,7 +171,7 @@ func TestMACControlNeverForwarded(t *testing.T) {
 	if got := host.Drops[pkt.ReasonLinkLocal] + fabric.Drops[pkt.ReasonLinkLocal]; got != uint64(n) || host.Drops[pkt.ReasonLinkLocal] != uint64(n/2) {
 		t.Fatalf("link_local drops: host port %d, fabric port %d, want %d each", host.Drops[pkt.ReasonLinkLocal], fabric.Drops[pkt.ReasonLinkLocal], n/2)
 	}
-	if host.ControlRx[wire.TypePFC]+fabric.ControlRx[wire.TypePFC] != 0 {
+	if host.ControlRx[wire.TypeMACControl]+fabric.ControlRx[wire.TypeMACControl] != 0 {
 		t.Fatal("PFC frames counted as received on a switch without PFC")
 	}
 	checkFrames(t, s)

@@ -146,8 +146,8 @@ func (w *worker) control(in int, b *mech.Batch) {
 			// destination. To the group, it goes to the mechanism that
 			// claims it, from any port (hosts' NICs send it); it drops
 			// what its port does not run, as link_local.
-			if pkt.DstMAC(b.Frame(p)) == macControlGroup && s.control[wire.TypePFC] != nil {
-				p.Ctl = uint8(wire.TypePFC)
+			if pkt.DstMAC(b.Frame(p)) == macControlGroup && s.control[wire.TypeMACControl] != nil {
+				p.Ctl = uint8(wire.TypeMACControl)
 				c.controlRx[p.Ctl].Add(1)
 				w.controlHook(in, b, i)
 				if p.Verdict == pkt.Forward || p.Verdict == pkt.Flood {

@@ -17,13 +17,18 @@ const (
 	MaxQuanta           = 0xFFFF // the longest pause one frame can ask for
 )
 
-// TypePFC is the kind under which the switch dispatches and counts PFC
-// frames (a mechanism's Spec.Controls, the emitter's kind, the
-// control_received metric's kind label). No GC message carries it: it is
-// the last number of the link-local range, so it shares that range's
-// rule (never forwarded), and Known is false for it (PutHeader and
-// ParseHeader refuse it).
-const TypePFC Type = 15
+// TypeMACControl is the kind under which the switch dispatches and
+// counts MAC control frames (EtherType 0x8808) to the MAC control group
+// (a mechanism's Spec.Controls, the emitter's kind, the control_received
+// metric's kind label, "pfc": PFC's are the ones a mechanism claims). No
+// GC message carries it: it is the last number of the link-local range,
+// so it shares that range's rule (never forwarded), and Known is false
+// for it (PutHeader and ParseHeader refuse it).
+const TypeMACControl Type = 15
+
+// TypePFC is the kind of PFC frames: the MAC control frames a switch
+// handles (opcode 0x0101).
+const TypePFC = TypeMACControl
 
 // PFCDst is the destination of every PFC frame: the IEEE 802.3 MAC
 // control group address (01:80:C2:00:00:01), which bridges never forward.
