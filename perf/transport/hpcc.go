@@ -210,24 +210,26 @@ func (s *Sender) startHPCC() {
 	s.cwnd = p.w
 }
 
-// allow asks HPCC's rate (in HPCC mode), then the sender's gate, whether n
-// payload bytes may leave at now. HPCC's rate is asked first and charged
-// only once the segment leaves, so that neither gate is charged for a
-// segment the other holds back.
-func (s *Sender) allow(now int64, n int) (bool, int64) {
-	if p := s.hp; p != nil && p.sentBytes > 0 {
+// ready reports whether a segment of n payload bytes may leave at now at
+// the rate R = W / T, and if not, when it may.
+func (p *hpcc) ready(now int64, n int) (bool, int64) {
+	if p.sentBytes > 0 {
 		if next := p.sentAt + int64(float64(p.sentBytes)*p.t/p.w); now < next {
 			return false, next
 		}
 	}
-	return s.gate.Allow(now, n)
+	return true, 0
 }
 
-// encodeData writes the data segment's header h, of n payload bytes leaving
-// at now, into s.buf and returns its length: in HPCC mode followed by an
-// empty INT option of the configured slots, the header length covering it,
-// and the segment charged to HPCC's rate.
-func (s *Sender) encodeData(h *proto.Header, n int, now int64) int {
+// sent charges the rate with a segment of n payload bytes that left at now.
+func (p *hpcc) sent(now int64, n int) {
+	p.sentAt, p.sentBytes = now, n+p.c.Overhead
+}
+
+// encodeData writes the data segment's header h into s.buf and returns
+// its length: in HPCC mode followed by an empty INT option of the
+// configured slots, the header length covering it.
+func (s *Sender) encodeData(h *proto.Header) int {
 	h.Encode(s.buf)
 	p := s.hp
 	if p == nil {
@@ -235,7 +237,6 @@ func (s *Sender) encodeData(h *proto.Header, n int, now int64) int {
 	}
 	gsperf.InitINT(s.buf[proto.HeaderLen:], p.c.Hops)
 	gsperf.Header(s.buf).SetHdrLen(uint16(s.hdrLen))
-	p.sentAt, p.sentBytes = now, n+p.c.Overhead
 	return s.hdrLen
 }
 
