@@ -442,3 +442,14 @@ func TestDCQCNRateBounds(t *testing.T) {
 		t.Fatalf("window %d with MaxWindow 1 MB", s.Window())
 	}
 }
+
+// A DCQCN window above MaxWindow's default stays as set: the rate is the
+// control, and an ack does not cut the window to MaxWindow.
+func TestDCQCNWindowAboveMaxWindow(t *testing.T) {
+	s := NewSender(Config{Mode: DCQCN, MSS: qMSS, InitWindow: 8 << 20, DCQCN: DCQCNConfig{LineRate: qL}}, 1, 1<<30, 0)
+	s.Poll(0, func([]byte) {})
+	s.OnAck(proto.Header{Type: proto.TypeAck, Flow: 1, Seq: 0, Ack: qMSS, Size: 1 << 30}, 10e3)
+	if s.Acked() != qMSS || s.Window() != 8<<20 {
+		t.Fatalf("acked %d, window %d after an ack, want %d", s.Acked(), s.Window(), 8<<20)
+	}
+}

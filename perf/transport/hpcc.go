@@ -174,6 +174,9 @@ func (c *HPCCConfig) defaults(mss int) {
 	c.Burst = max(c.Burst, mss+c.Overhead)
 }
 
+// wInit is W_init = B x T in bytes.
+func (c *HPCCConfig) wInit() float64 { return c.LineRate / 8e9 * float64(c.BaseRTT) }
+
 // HPCCStats is what an HPCC sender measured.
 type HPCCStats struct {
 	INTAcks  uint64  // acks that carried an INT option
@@ -215,7 +218,7 @@ func (s *Sender) startHPCC() {
 	c := s.cfg.HPCC
 	c.defaults(s.cfg.MSS)
 	p := &hpcc{c: c, t: float64(c.BaseRTT), u: 1}
-	p.wInit = c.LineRate / 8e9 * p.t
+	p.wInit = c.wInit()
 	p.wMax = min(p.wInit, float64(s.cfg.MaxWindow))
 	p.wMin = min(HPCCMinWindow*p.wInit, p.wMax)
 	p.wAI = c.WAI

@@ -500,3 +500,20 @@ func TestHPCCPacerSpacing(t *testing.T) {
 		t.Fatalf("after the cut: ready %v, wake %d, want %d", ok, wake, want)
 	}
 }
+
+// An HPCC sender whose W_init = B x T is above MaxWindow's default keeps
+// W_init, and so the line rate, before and after an ack.
+func TestHPCCWindowAboveMaxWindow(t *testing.T) {
+	const w = 8 << 20
+	s := NewSender(Config{Mode: HPCC, MSS: 1000, HPCC: HPCCConfig{LineRate: 8e9, BaseRTT: w}}, 1, 1<<30, 1) // B = 1 byte per ns
+	s.Poll(1, func([]byte) {})
+	for i, at := range []int64{1, 10e3} {
+		if i > 0 {
+			s.OnAckINT(proto.Header{Type: proto.TypeAck, Flow: 1, Seq: 0, Ack: 1000, Size: 1 << 30}, intOpt(), at)
+		}
+		st, _ := s.HPCC()
+		if st.WInit != w || st.Window != w || s.Window() != w || st.RateBits != 8e9 {
+			t.Fatalf("ack %d: W_init %v, W %v, window %d, rate %v; want %d bytes at 8 Gbit/s", i, st.WInit, st.Window, s.Window(), st.RateBits, w)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gswitch/gswitch/perf/proto"
 )
@@ -56,7 +57,7 @@ type Config struct {
 	RTO         int64 // plain and DCTCP: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
 	MaxRTO      int64 // plain and DCTCP: the exponential backoff's cap in ns (default DefaultMaxRTO)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
-	MaxWindow   int   // cap on the window in bytes (default 4 MB)
+	MaxWindow   int   // cap on the window in bytes (default 4 MB; DCQCN: at least InitWindow; HPCC: at least W_init)
 	// DCTCPG is DCTCP's gain g, the weight of the newest window's fraction
 	// of marked bytes in alpha, from 0 (exclusive) to 1 (default
 	// DefaultDCTCPG, 1/16).
@@ -98,6 +99,14 @@ func (c *Config) defaults() {
 	}
 	if c.DCTCPG <= 0 {
 		c.DCTCPG = DefaultDCTCPG
+	}
+	switch c.Mode {
+	case DCQCN: // the window is fixed: the cap must not cut it on the first ack
+		c.MaxWindow = max(c.MaxWindow, c.InitWindow)
+	case HPCC: // W_init = B x T, and the rate is W / T: a cap below W_init would cap the rate below the line's
+		h := c.HPCC
+		h.defaults(c.MSS)
+		c.MaxWindow = max(c.MaxWindow, int(math.Ceil(min(h.wInit(), 1<<40))))
 	}
 }
 
