@@ -44,7 +44,8 @@ func (s *Sender) onTimeout(now int64, out func([]byte)) {
 	}
 }
 
-// sampleRTT updates the plain (and DCTCP) sender's timeout from an echoed timestamp (RFC 6298).
+// sampleRTT updates the timeout of a sender that recovers as TCP does
+// (plain, DCTCP, HPCC, DCQCN: tcp) from an echoed timestamp (RFC 6298).
 func (s *Sender) sampleRTT(sent uint64, now int64) {
 	if !s.tcp() || sent == 0 || int64(sent) > now {
 		return

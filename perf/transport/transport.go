@@ -19,8 +19,14 @@ const (
 	DCQCN // DCQCN's rate machine over plain's loss recovery (dcqcn.go); the caller sends its datagrams ECT(0)
 )
 
+// String is the mode's name, as ParseMode reads it; a value that is no
+// mode prints as mode(n).
 func (m Mode) String() string {
-	return [...]string{"plain", "pfabric", "xpass", "dctcp", "hpcc", "dcqcn"}[m]
+	names := [...]string{"plain", "pfabric", "xpass", "dctcp", "hpcc", "dcqcn"}
+	if m < 0 || int(m) >= len(names) {
+		return fmt.Sprintf("mode(%d)", int(m))
+	}
+	return names[m]
 }
 
 // ParseMode reads "plain", "pfabric", "xpass", "dctcp", "hpcc" or "dcqcn".
@@ -54,8 +60,8 @@ type Config struct {
 	Mode        Mode
 	MSS         int   // payload bytes per segment (default 1400)
 	InitWindow  int   // initial window in bytes (default 10 segments; pFabric: one BDP); DCQCN: the fixed window (default MaxWindow's)
-	RTO         int64 // plain and DCTCP: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
-	MaxRTO      int64 // plain and DCTCP: the exponential backoff's cap in ns (default DefaultMaxRTO)
+	RTO         int64 // plain, DCTCP, HPCC and DCQCN: initial and minimum retransmission timeout in ns (default DefaultRTO); pFabric: the fixed timeout (3 x base RTT)
+	MaxRTO      int64 // plain, DCTCP, HPCC and DCQCN: the exponential backoff's cap in ns (default DefaultMaxRTO)
 	MaxTimeouts int   // pFabric: consecutive timeouts before probe mode (default 5)
 	MaxWindow   int   // cap on the window in bytes (default 4 MB; DCQCN: at least InitWindow; HPCC: at least W_init)
 	// DCTCPG is DCTCP's gain g, the weight of the newest window's fraction
@@ -157,9 +163,9 @@ type Sender struct {
 	timeouts int   // consecutive
 	probing  bool
 	lastAck  uint64
-	srtt     float64 // ns, from echoed timestamps (plain)
+	srtt     float64 // ns, from echoed timestamps (the modes tcp reports)
 	rttvar   float64
-	rto      int64 // current timeout, backed off on consecutive timeouts (plain)
+	rto      int64 // current timeout, backed off on consecutive timeouts (the modes tcp reports; pFabric's stays Config.RTO)
 	buf      []byte
 	dc       *dctcp // DCTCP's state; nil in other modes
 	hp       *hpcc  // HPCC's state; nil in other modes
