@@ -96,17 +96,22 @@ func (f *dcqcnFlags) apply(c *clientSetup, link uint64) {
 // dcqcnFinish records a dcqcn run's counters in its params: the CNPs the
 // flows received and the rate cuts they made, and the mean of their rates
 // at their ends (fabric bit/s, from each flow's rate_ppm of the line rate
-// link, fabric bit/s).
+// link, fabric bit/s) over the flows that ran a sender (a flow whose dial
+// failed has no record of one).
 func dcqcnFinish(src string, link uint64, recs []results.Flow, params map[string]string) {
-	var cnps, cuts uint64
+	var cnps, cuts, n uint64
 	var rate float64
 	for _, r := range recs {
+		if r.Mech == nil {
+			continue
+		}
 		cnps += r.Mech["cnps"]
 		cuts += r.Mech["rate_cuts"]
 		rate += float64(r.Mech["rate_ppm"]) / 1e6 * float64(link)
+		n++
 	}
-	if len(recs) > 0 {
-		rate /= float64(len(recs))
+	if n > 0 {
+		rate /= float64(n)
 	}
 	params["dcqcn_cnps"] = fmt.Sprint(cnps)
 	params["dcqcn_rate_cuts"] = fmt.Sprint(cuts)

@@ -112,3 +112,24 @@ func TestDCQCNAgainstAServer(t *testing.T) {
 		t.Errorf("server output %q", s)
 	}
 }
+
+// dcqcnFinish averages the final rates over the flows that ran a sender:
+// a flow with no record of one (its dial failed) does not count as a
+// flow at rate 0.
+func TestDCQCNFinishSkipsFlowsWithoutASender(t *testing.T) {
+	recs := []results.Flow{
+		{Mech: map[string]uint64{"cnps": 3, "rate_cuts": 2, "rate_ppm": 500_000}},
+		{},
+		{Mech: map[string]uint64{"cnps": 1, "rate_cuts": 1, "rate_ppm": 1_000_000}},
+	}
+	params := map[string]string{}
+	dcqcnFinish("h1", 1e9, recs, params)
+	if params["dcqcn_cnps"] != "4" || params["dcqcn_rate_cuts"] != "3" || params["dcqcn_final_rate"] != "750000000" {
+		t.Fatalf("params %v, want 4 CNPs, 3 cuts, a final rate of 750 Mbit/s", params)
+	}
+	params = map[string]string{}
+	dcqcnFinish("h1", 1e9, []results.Flow{{}}, params)
+	if params["dcqcn_final_rate"] != "0" {
+		t.Fatalf("no sender: params %v", params)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/perf/proto"
+	"github.com/gswitch/gswitch/wire/gsperf"
 )
 
 // The tests below check DCQCN's rate machine against steps of the paper's
@@ -440,5 +441,79 @@ func TestDCQCNRateBounds(t *testing.T) {
 	}
 	if s := NewSender(Config{Mode: DCQCN, MaxWindow: 1 << 20}, 1, 1000, 0); s.Window() != 1<<20 {
 		t.Fatalf("window %d with MaxWindow 1 MB", s.Window())
+	}
+}
+
+// A DCQCN window above MaxWindow's default stays as set: the rate is the
+// control, and an ack does not cut the window to MaxWindow.
+func TestDCQCNWindowAboveMaxWindow(t *testing.T) {
+	s := NewSender(Config{Mode: DCQCN, MSS: qMSS, InitWindow: 8 << 20, DCQCN: DCQCNConfig{LineRate: qL}}, 1, 1<<30, 0)
+	s.Poll(0, func([]byte) {})
+	s.OnAck(proto.Header{Type: proto.TypeAck, Flow: 1, Seq: 0, Ack: qMSS, Size: 1 << 30}, 10e3)
+	if s.Acked() != qMSS || s.Window() != 8<<20 {
+		t.Fatalf("acked %d, window %d after an ack, want %d", s.Acked(), s.Window(), 8<<20)
+	}
+}
+
+// The notification point remembers a mark inside the CNP interval: CE at
+// 0 and 10 us and an unmarked segment at 60 us give two CNPs, the second
+// at 60 us for the segment marked at 10 us; a segment after it sends none
+// (nothing pending). A segment inside the window sends no deferred CNP.
+func TestReceiverDeferredCNP(t *testing.T) {
+	const us = 1e3
+	r := NewReceiver(3)
+	r.SendCNPs(DefaultCNPInterval)
+	p := make([]byte, qMSS)
+	var cnps []proto.Header
+	var at []int64
+	for i, a := range []struct {
+		at int64
+		ce bool
+	}{{0, true}, {10 * us, true}, {40 * us, false}, {60 * us, false}, {70 * us, false}, {200 * us, false}} {
+		off := uint64(i * qMSS)
+		Fill(p, 3, off)
+		h := data(3, off, 1<<20)
+		h.Timestamp = uint64(a.at) + 7
+		r.OnPacketCE(h, p, a.ce, a.at, func(b []byte) {
+			if h, _, err := proto.Decode(b); err == nil && h.Type == proto.TypeCNP {
+				cnps = append(cnps, h)
+				at = append(at, a.at)
+			}
+		})
+	}
+	if len(cnps) != 2 || r.CNPs != 2 || at[0] != 0 || at[1] != 60*us {
+		t.Fatalf("%d CNPs (%d counted) at %v, want 2 at 0 and 60 us", len(cnps), r.CNPs, at)
+	}
+	if h := cnps[1]; h.Flow != 3 || h.Seq != qMSS || h.Timestamp != 10*us+7 || h.Size != 1<<20 {
+		t.Fatalf("the deferred CNP: %+v, want the segment marked at 10 us", h)
+	}
+}
+
+// The deferred CNP's path (a mark within the interval, then an unmarked
+// segment after it that sends the CNP) allocates nothing either.
+func TestReceiverDeferredCNPAllocatesNothing(t *testing.T) {
+	r := NewReceiver(4)
+	// Segments 10 ns apart, every other one marked, an interval of 25 ns:
+	// a marked segment 20 ns after a CNP waits for the unmarked one after it
+	// (one in six segments sends a deferred CNP).
+	r.SendCNPs(25)
+	p := make([]byte, 1400)
+	off := uint64(0)
+	now := int64(0)
+	ce, deferred := false, 0
+	out := func(b []byte) {
+		if !ce && gsperf.Header(b).Type() == gsperf.TypeCNP {
+			deferred++
+		}
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		Fill(p, 4, off)
+		now += 10
+		ce = off/1400%2 == 0
+		r.OnPacketCE(data(4, off, 1<<40), p, ce, now, out)
+		off += 1400
+	})
+	if allocs != 0 || deferred < 150 || r.Delivered() != off {
+		t.Fatalf("%.1f allocations per segment, %d CNPs (%d deferred), delivered %d of %d", allocs, r.CNPs, deferred, r.Delivered(), off)
 	}
 }

@@ -34,8 +34,9 @@ import (
 //	  (the cumulative acknowledgment passed the next byte to send at the
 //	  last update), Wc = W and lastUpdateSeq = snd_nxt; every other ack
 //	  computes W from the same Wc and leaves Wc and incStage alone.
-//	R = W / T: the segments leave no faster (a gate asked before the
-//	  sender's own), and W bounds the payload bytes in flight.
+//	R = W / T: the segments leave no faster, but for a burst (a rate
+//	  limiter asked before the sender's gate), and W bounds the payload
+//	  bytes in flight.
 //
 // A flow starts at the line rate with one bandwidth-delay product: W = Wc
 // = W_init = B x T (the paper's section 3.3; the simulator's window of
@@ -77,6 +78,16 @@ import (
 // The window counts payload bytes in flight (what the sender's scoreboard
 // counts); the rate is charged each segment's wire bytes (payload plus
 // HPCCConfig.Overhead), so that W_init = B x T paces at the line rate.
+//
+// The rate limiter keeps a virtual clock, as DCQCN's and Pacer do: the
+// time the wire bytes it has let through finish at the rate. A segment
+// may leave while that clock is at most HPCCConfig.Burst (less the
+// segment itself) ahead of now, so a sender polled late sends what it
+// owes back to back instead of losing the time. The latest segment's
+// time is taken at the rate of now, so a change of the rate re-times it
+// (the simulator's ChangeRate moves m_nextAvail by the difference of the
+// last packet's times at the two rates). Times are whole ns, each
+// segment's rounded down, as Pacer's are.
 
 // Defaults and sources of HPCC's constants.
 const (
@@ -130,9 +141,14 @@ type HPCCConfig struct {
 	// Overhead is the wire bytes a segment adds to its payload, which the
 	// rate is charged with (0: the header length with its INT option).
 	Overhead int
+	// Burst is how many bytes on the wire may leave at once ahead of the
+	// rate (at least one segment of the sender's MSS, the default), so
+	// that a sender that wakes late catches up instead of losing the time
+	// (gsperf: its pacer's burst).
+	Burst int
 }
 
-func (c *HPCCConfig) defaults() {
+func (c *HPCCConfig) defaults(mss int) {
 	if !(c.LineRate > 0) {
 		c.LineRate = defaultHPCCLine
 	}
@@ -155,7 +171,11 @@ func (c *HPCCConfig) defaults() {
 	if c.Overhead <= 0 {
 		c.Overhead = proto.HeaderLen + gsperf.INTLen(c.Hops)
 	}
+	c.Burst = max(c.Burst, mss+c.Overhead)
 }
+
+// wInit is W_init = B x T in bytes.
+func (c *HPCCConfig) wInit() float64 { return c.LineRate / 8e9 * float64(c.BaseRTT) }
 
 // HPCCStats is what an HPCC sender measured.
 type HPCCStats struct {
@@ -183,21 +203,22 @@ type hpcc struct {
 	started          bool // an ack with INT has been recorded
 	prev             [gsperf.MaxINTHops]gsperf.INTHop
 	nprev            int // hops of the previous ack: prev[:nprev] are its records
-	// The rate: the last segment left at sentAt with sentBytes on the
-	// wire; the next may leave sentBytes / R later, at the rate of now
-	// (the simulator's m_nextAvail, re-timed by ChangeRate).
-	sentAt    int64
-	sentBytes int
-	st        HPCCStats
+	// The rate limiter's virtual clock: the latest segment, of last wire
+	// bytes (0: none yet), started at start (ns) and ends last / R later
+	// at the rate of now (end), the segments before it having ended by
+	// start.
+	start int64
+	last  int
+	st    HPCCStats
 }
 
 // startHPCC sets up HPCC mode: its state, the INT option in the header
 // length, and the window at W_init.
 func (s *Sender) startHPCC() {
 	c := s.cfg.HPCC
-	c.defaults()
+	c.defaults(s.cfg.MSS)
 	p := &hpcc{c: c, t: float64(c.BaseRTT), u: 1}
-	p.wInit = c.LineRate / 8e9 * p.t
+	p.wInit = c.wInit()
 	p.wMax = min(p.wInit, float64(s.cfg.MaxWindow))
 	p.wMin = min(HPCCMinWindow*p.wInit, p.wMax)
 	p.wAI = c.WAI
@@ -210,24 +231,41 @@ func (s *Sender) startHPCC() {
 	s.cwnd = p.w
 }
 
-// allow asks HPCC's rate (in HPCC mode), then the sender's gate, whether n
-// payload bytes may leave at now. HPCC's rate is asked first and charged
-// only once the segment leaves, so that neither gate is charged for a
-// segment the other holds back.
-func (s *Sender) allow(now int64, n int) (bool, int64) {
-	if p := s.hp; p != nil && p.sentBytes > 0 {
-		if next := p.sentAt + int64(float64(p.sentBytes)*p.t/p.w); now < next {
-			return false, next
-		}
+// ready reports whether a segment of n payload bytes may leave at now at
+// the rate R = W / T, and if not, when it may.
+func (p *hpcc) ready(now int64, n int) (bool, int64) {
+	if p.last == 0 {
+		return true, 0
 	}
-	return s.gate.Allow(now, n)
+	if at := p.end() - p.span(max(p.c.Burst-n-p.c.Overhead, 0)); at > now {
+		return false, at
+	}
+	return true, 0
 }
 
-// encodeData writes the data segment's header h, of n payload bytes leaving
-// at now, into s.buf and returns its length: in HPCC mode followed by an
-// empty INT option of the configured slots, the header length covering it,
-// and the segment charged to HPCC's rate.
-func (s *Sender) encodeData(h *proto.Header, n int, now int64) int {
+// sent charges the rate with a segment of n payload bytes that left at now.
+func (p *hpcc) sent(now int64, n int) {
+	if p.last == 0 {
+		p.start = now
+	} else {
+		p.start = min(max(p.end(), now), maxTime)
+	}
+	p.last = n + p.c.Overhead
+}
+
+// end is when the latest segment ends on the rate limiter's clock, at the
+// rate of now.
+func (p *hpcc) end() int64 { return p.start + p.span(p.last) }
+
+// span is the time b wire bytes take at the rate of now, in ns, rounded
+// down. It is at most maxTime/2, and start at most maxTime, so that no
+// sum of times overflows, whatever the rate.
+func (p *hpcc) span(b int) int64 { return int64(min(float64(b)*p.t/p.w, maxTime/2)) }
+
+// encodeData writes the data segment's header h into s.buf and returns
+// its length: in HPCC mode followed by an empty INT option of the
+// configured slots, the header length covering it.
+func (s *Sender) encodeData(h *proto.Header) int {
 	h.Encode(s.buf)
 	p := s.hp
 	if p == nil {
@@ -235,7 +273,6 @@ func (s *Sender) encodeData(h *proto.Header, n int, now int64) int {
 	}
 	gsperf.InitINT(s.buf[proto.HeaderLen:], p.c.Hops)
 	gsperf.Header(s.buf).SetHdrLen(uint16(s.hdrLen))
-	p.sentAt, p.sentBytes = now, n+p.c.Overhead
 	return s.hdrLen
 }
 

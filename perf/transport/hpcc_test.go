@@ -437,3 +437,83 @@ func FuzzHPCCAck(f *testing.F) {
 		}
 	})
 }
+
+// HPCC's rate limiter is a virtual clock: a sender polled late catches
+// up within its burst instead of losing the time. With T large (W =
+// W_init = B x T never binds within the run) and every poll 50 us after
+// the time Poll asked for, a sender at 1 Gbit/s with a burst of 8
+// segments (70 us at the rate) still puts at least 0.95 of its rate on
+// the wire, and no more than the rate allows plus one burst.
+func TestHPCCPacerCatchesUpLateWakeUps(t *testing.T) {
+	const mss, ov, line, dur = 1000, 100, 1e9, 10e6
+	s := NewSender(Config{Mode: HPCC, MSS: mss, RTO: 1e12,
+		HPCC: HPCCConfig{LineRate: line, BaseRTT: 20e6, Overhead: ov, Burst: 8 * (mss + ov)}}, 1, 1<<30, 0)
+	if st, _ := s.HPCC(); st.RateBits != line {
+		t.Fatalf("rate %v, want the line's", st.RateBits)
+	}
+	wire := 0
+	count := func(b []byte) { wire += len(b) - s.hdrLen + ov }
+	now := int64(0)
+	next := s.Poll(now, count)
+	for now < dur {
+		if next == 0 {
+			t.Fatalf("at %d: the sender waits for acks (window %d, %d bytes in flight)", now, s.Window(), s.inflight)
+		}
+		now = next + 50e3
+		next = s.Poll(now, count)
+	}
+	got := float64(wire) * 8e9 / float64(now)
+	if got < 0.95*line || float64(wire) > line/8e9*float64(now)+8*(mss+ov) {
+		t.Fatalf("%.4g bit/s on the wire (%d bytes in %d ns), want the line's %.4g", got, wire, now, line)
+	}
+}
+
+// With the default burst of one segment, full segments polled on time
+// leave one segment's time at the rate apart; a cut of the rate re-times
+// the latest segment at the new rate, as the simulator's ChangeRate does.
+func TestHPCCPacerSpacing(t *testing.T) {
+	s := newHP(t) // B = 1 byte per ns: a segment of 1000 + overhead bytes takes as many ns
+	seg := int64(1000 + s.hp.c.Overhead)
+	if s.hp.c.Burst != int(seg) {
+		t.Fatalf("default burst %d, want one segment of %d", s.hp.c.Burst, seg)
+	}
+	var at []int64
+	now := int64(1)
+	next := s.Poll(now, func([]byte) { at = append(at, now) })
+	for len(at) < 4 {
+		now = next
+		next = s.Poll(now, func([]byte) { at = append(at, now) })
+	}
+	for i := 1; i < len(at); i++ {
+		if at[i]-at[i-1] != seg {
+			t.Fatalf("segments left at %v, want %d ns apart", at, seg)
+		}
+	}
+	// U = 2 from a queue of one BDP at the line rate: W = Wc/(2/0.95) + W_AI;
+	// the next segment leaves the latest's time at R = W/T after it.
+	intAck(s, 1000, 10000, hop(1e6, 0, hpInit))
+	s.nxt = uint64(len(at)) * 1000
+	s.hp.onAck(s, 10001, intOpt(hop(1e6+hpT, hpInit, hpInit)))
+	nearly(t, "W", s.hp.w, hpInit/(2/0.95)+hpWAI)
+	want := at[len(at)-1] + int64(float64(seg)*hpT/s.hp.w)
+	if ok, wake := s.hp.ready(at[len(at)-1]+seg, 1000); ok || wake != want {
+		t.Fatalf("after the cut: ready %v, wake %d, want %d", ok, wake, want)
+	}
+}
+
+// An HPCC sender whose W_init = B x T is above MaxWindow's default keeps
+// W_init, and so the line rate, before and after an ack.
+func TestHPCCWindowAboveMaxWindow(t *testing.T) {
+	const w = 8 << 20
+	s := NewSender(Config{Mode: HPCC, MSS: 1000, HPCC: HPCCConfig{LineRate: 8e9, BaseRTT: w}}, 1, 1<<30, 1) // B = 1 byte per ns
+	s.Poll(1, func([]byte) {})
+	for i, at := range []int64{1, 10e3} {
+		if i > 0 {
+			s.OnAckINT(proto.Header{Type: proto.TypeAck, Flow: 1, Seq: 0, Ack: 1000, Size: 1 << 30}, intOpt(), at)
+		}
+		st, _ := s.HPCC()
+		if st.WInit != w || st.Window != w || s.Window() != w || st.RateBits != 8e9 {
+			t.Fatalf("ack %d: W_init %v, W %v, window %d, rate %v; want %d bytes at 8 Gbit/s", i, st.WInit, st.Window, s.Window(), st.RateBits, w)
+		}
+	}
+}

@@ -97,29 +97,53 @@ type cnpState struct {
 	every int64 // least spacing of CNPs, ns (0: none sent)
 	last  int64 // when the last CNP was sent
 	sent  bool  // whether one was
+	// pending: a segment arrived marked less than every after the last
+	// CNP, and its CNP is owed once the interval ends; seq and ts are the
+	// latest such segment's offset and timestamp, which that CNP names.
+	pending bool
+	seq, ts uint64
 }
 
 // SendCNPs makes the receiver DCQCN's notification point (Zhu et al.,
-// SIGCOMM 2015, section 3.1): when a data segment of the flow arrives
-// CE-marked (OnPacketCE), it sends the flow's sender a CNP (a gsperf
+// SIGCOMM 2015, section 3.1), which "generates at most one CNP packet
+// every N microseconds for the flow, if any packet that arrives within
+// that time window was marked" (N is every ns: DefaultCNPInterval, a
+// fabric time). When a data segment of the flow arrives CE-marked
+// (OnPacketCE), the receiver sends the flow's sender a CNP (a gsperf
 // header of type proto.TypeCNP with the flow's id, the marked segment's
 // offset and timestamp, through the same out as the acks, before the
-// segment's ack), unless it sent one less than every ns ago: at most one
-// CNP per every per flow (the paper's N, DefaultCNPInterval, a fabric
-// time). Every segment counts, also one that is a duplicate or finds the
+// segment's ack), unless it sent one less than every ns ago. A mark
+// within that interval is remembered, and its CNP (naming the latest
+// segment marked in the interval) goes with the first data segment of
+// the flow, marked or not, that arrives once the interval has ended: no
+// timer runs, so a flow whose segments stop gets no deferred CNP, which
+// cannot matter, since its sender sends nothing more for the rate to
+// slow. Every segment counts, also one that is a duplicate or finds the
 // buffer full: its mark is congestion on the path all the same. every <= 0
 // turns CNPs off (the default: a receiver only echoes marks on acks).
 func (r *Receiver) SendCNPs(every int64) { r.cnp.every = max(every, 0) }
 
-// notify sends the CNP for a CE data segment h at now, if one is due.
-func (r *Receiver) notify(h proto.Header, now int64, out func([]byte)) {
+// notify handles data segment h arriving at now, CE-marked if ce (called
+// for a marked segment, or an unmarked one while a CNP is pending): it
+// sends the CNP due, or remembers a mark within the interval.
+func (r *Receiver) notify(h proto.Header, ce bool, now int64, out func([]byte)) {
 	c := &r.cnp
-	if c.every <= 0 || c.sent && now-c.last < c.every {
+	if c.every <= 0 || !ce && !c.pending {
 		return
 	}
-	c.last, c.sent = now, true
+	if c.sent && now-c.last < c.every {
+		if ce {
+			c.pending, c.seq, c.ts = true, h.Seq, h.Timestamp
+		}
+		return
+	}
+	seq, ts := h.Seq, h.Timestamp
+	if !ce { // the deferred CNP names the segment that was marked
+		seq, ts = c.seq, c.ts
+	}
+	c.last, c.sent, c.pending = now, true, false
 	r.CNPs++
-	cnp := proto.Header{Type: proto.TypeCNP, Flow: r.flow, Seq: h.Seq, Size: r.size, Timestamp: h.Timestamp}
+	cnp := proto.Header{Type: proto.TypeCNP, Flow: r.flow, Seq: seq, Size: r.size, Timestamp: ts}
 	cnp.Encode(r.buf)
 	out(r.buf[:proto.HeaderLen])
 }
@@ -195,7 +219,9 @@ func (r *Receiver) OnPacketCE(h proto.Header, payload []byte, ce bool, now int64
 		r.Segments++
 		if ce {
 			r.Marked++
-			r.notify(h, now, out)
+		}
+		if ce || r.cnp.pending {
+			r.notify(h, ce, now, out)
 		}
 		if !r.accept(h.Seq, payload, now) {
 			return

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"container/heap"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -227,6 +228,21 @@ func TestPlainBackoffStopsAtMaxRTO(t *testing.T) {
 			if s.rto != w {
 				t.Fatalf("%+v: after %d timeouts the timeout is %d, want %d", c.cfg, i+1, s.rto, w)
 			}
+		}
+	}
+}
+
+// Every mode's name parses back to it; a value out of range prints as a
+// number instead of panicking.
+func TestModeString(t *testing.T) {
+	for m := Plain; m <= DCQCN; m++ {
+		if p, err := ParseMode(m.String()); err != nil || p != m {
+			t.Errorf("mode %d: %q parses as %v, %v", int(m), m.String(), p, err)
+		}
+	}
+	for _, m := range []Mode{DCQCN + 1, -1} {
+		if got, want := m.String(), fmt.Sprintf("mode(%d)", int(m)); got != want {
+			t.Errorf("Mode(%d).String() = %q, want %q", int(m), got, want)
 		}
 	}
 }

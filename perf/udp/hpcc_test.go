@@ -125,3 +125,21 @@ func TestHPCCFlowOverLoopback(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// An hpcc flow's rate takes the pacer's burst (Plan.PaceBurst frames,
+// PaceBurst by default), so that a flow woken late catches up; a burst
+// set in Plan.HPCC is kept.
+func TestHPCCBurstIsThePacersBurst(t *testing.T) {
+	frame := MSS + Overhead
+	for _, c := range []struct {
+		paceBurst, hpccBurst, want int
+	}{{0, 0, PaceBurst * frame}, {7, 0, 7 * frame}, {7, 5000, 5000}} {
+		cfg, overhead := senderConfig(Plan{Mode: transport.HPCC, PaceBurst: c.paceBurst, HPCC: transport.HPCCConfig{Hops: 2, Burst: c.hpccBurst}})
+		if cfg.HPCC.Burst != c.want || overhead != Overhead+INTLen(2) || cfg.MSS+overhead != frame {
+			t.Errorf("%+v: burst %d, overhead %d, MSS %d", c, cfg.HPCC.Burst, overhead, cfg.MSS)
+		}
+	}
+	if cfg, _ := senderConfig(Plan{Mode: transport.DCTCP}); cfg.HPCC != (transport.HPCCConfig{}) {
+		t.Errorf("a dctcp flow has HPCC settings: %+v", cfg.HPCC)
+	}
+}

@@ -57,7 +57,8 @@ type Plan struct {
 	DCTCPG     float64       // dctcp: the gain g (0: transport.DefaultDCTCPG)
 	// HPCC configures hpcc flows (zero fields: transport's defaults). Run
 	// shortens their segments by the INT option, so frames stay 1514
-	// bytes, and sets the wire overhead their rate is charged with.
+	// bytes, and sets the wire overhead their rate is charged with and
+	// (Burst 0) their rate's burst to PaceBurst frames.
 	HPCC transport.HPCCConfig
 	// DCQCN is a dcqcn flow's rate machine, its rates and times on this
 	// machine's clock (zero fields: transport's defaults, which are the
@@ -131,27 +132,10 @@ func Run(p Plan) ([]results.Flow, error) {
 		}
 		gap = func() float64 { return a.Next(rng) }
 	}
-	cfg := transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), MaxRTO: int64(p.MaxRTO), InitWindow: p.InitWindow, DCTCPG: p.DCTCPG}
-	if p.Mode == transport.DCQCN {
-		cfg.DCQCN = dcqcnConfig(p)
-	}
-	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
-		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
-	}
-	overhead := Overhead
-	if p.Mode == transport.HPCC {
-		cfg.HPCC = p.HPCC
-		opt := INTLen(p.HPCC.Hops)
-		cfg.MSS, overhead = MSS-opt, Overhead+opt
-		cfg.HPCC.Overhead = overhead
-	}
+	cfg, overhead := senderConfig(p)
 	var pacer *transport.Pacer
 	if p.Pace > 0 {
-		burst := p.PaceBurst
-		if burst <= 0 {
-			burst = PaceBurst
-		}
-		pacer = transport.NewPacer(p.Pace, overhead, burst*(MSS+Overhead))
+		pacer = transport.NewPacer(p.Pace, overhead, paceBurst(p)*(MSS+Overhead))
 	}
 	recs := make([]results.Flow, p.Flows)
 	var wg sync.WaitGroup
@@ -337,6 +321,37 @@ func runFlow(cfg transport.Config, r *results.Flow, p Plan, runStart time.Time, 
 	}
 }
 
+// senderConfig is the transport config of p's flows, and what each of
+// their segments adds on the wire to its payload.
+func senderConfig(p Plan) (cfg transport.Config, overhead int) {
+	cfg = transport.Config{Mode: p.Mode, MSS: MSS, RTO: int64(p.RTO), MaxRTO: int64(p.MaxRTO), InitWindow: p.InitWindow, DCTCPG: p.DCTCPG}
+	if p.Mode == transport.DCQCN {
+		cfg.DCQCN = dcqcnConfig(p)
+	}
+	if cfg.InitWindow == 0 && p.Mode == transport.PFabric {
+		cfg.InitWindow = max(MSS, int(p.RateBits/8*p.BaseRTT.Seconds()))
+	}
+	overhead = Overhead
+	if p.Mode == transport.HPCC {
+		cfg.HPCC = p.HPCC
+		opt := INTLen(p.HPCC.Hops)
+		cfg.MSS, overhead = MSS-opt, Overhead+opt
+		cfg.HPCC.Overhead = overhead
+		if cfg.HPCC.Burst == 0 { // the pacer's: a flow woken late catches up
+			cfg.HPCC.Burst = paceBurst(p) * (MSS + Overhead)
+		}
+	}
+	return cfg, overhead
+}
+
+// paceBurst is the full segments p's host may send back to back.
+func paceBurst(p Plan) int {
+	if p.PaceBurst <= 0 {
+		return PaceBurst
+	}
+	return p.PaceBurst
+}
+
 // dcqcnConfig is p.DCQCN with the plan's defaults: the line rate is the
 // host's pace, else the bottleneck's rate; the overhead gsperf's; the
 // burst the pacer's.
@@ -352,11 +367,7 @@ func dcqcnConfig(p Plan) transport.DCQCNConfig {
 		c.Overhead = Overhead
 	}
 	if c.Burst == 0 {
-		burst := p.PaceBurst
-		if burst <= 0 {
-			burst = PaceBurst
-		}
-		c.Burst = burst * (MSS + Overhead)
+		c.Burst = paceBurst(p) * (MSS + Overhead)
 	}
 	return c
 }
