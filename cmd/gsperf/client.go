@@ -63,7 +63,7 @@ func parseClient(args []string) (*clientSetup, error) {
 	out := fs.String("out", "", "write the run as JSON here")
 	csvOut := fs.String("csv", "", "write one line per flow as CSV here")
 	pace := fs.String("pace", "", "this host's line rate, e.g. 200Mbit: its flows together send no faster, as through a NIC of that rate (default: unpaced) (fabric rate)")
-	paceBurst := fs.Int("pace-burst", udp.PaceBurst, "full segments a paced host may send back to back")
+	paceBurst := fs.Int("pace-burst", udp.PaceBurst, "full segments a paced host may send back to back (also the burst of dcqcn's and hpcc's rate limiters)")
 	at := fs.Int64("at", 0, "start the schedule at this wall-clock time, in ns since 1970 (as date +%s%N prints), so clients on several hosts start together (default: now)")
 	timeline := clock.duration("timeline", 0, "record each flow's progress at this step, e.g. 10ms (for plot -kind throughput)")
 	fid := addFidelityFlags(fs)
