@@ -129,11 +129,14 @@ func TestHPCCFlowOverLoopback(t *testing.T) {
 // An hpcc flow's rate takes the pacer's burst (Plan.PaceBurst frames,
 // PaceBurst by default), so that a flow woken late catches up; a burst
 // set in Plan.HPCC is kept.
-func TestHPCCBurstIsThePacersBurst(t *testing.T) {
+// TestHPCCBurst: an HPCC flow's rate limiter bursts two segments (one to
+// catch up after a late wake-up), or the pacer's burst if smaller, unless
+// the plan gives one.
+func TestHPCCBurst(t *testing.T) {
 	frame := MSS + Overhead
 	for _, c := range []struct {
 		paceBurst, hpccBurst, want int
-	}{{0, 0, PaceBurst * frame}, {7, 0, 7 * frame}, {7, 5000, 5000}} {
+	}{{0, 0, 2 * frame}, {7, 0, 2 * frame}, {1, 0, frame}, {7, 5000, 5000}} {
 		cfg, overhead := senderConfig(Plan{Mode: transport.HPCC, PaceBurst: c.paceBurst, HPCC: transport.HPCCConfig{Hops: 2, Burst: c.hpccBurst}})
 		if cfg.HPCC.Burst != c.want || overhead != Overhead+INTLen(2) || cfg.MSS+overhead != frame {
 			t.Errorf("%+v: burst %d, overhead %d, MSS %d", c, cfg.HPCC.Burst, overhead, cfg.MSS)
