@@ -39,6 +39,15 @@
 #
 #   sudo scripts/experiments/bfc-incast.sh              # NS="8 16 32" RUNS=1: 3 runs of 35-50 s, about 2.5 minutes
 #   DESIGNS="bfc dcqcn hpcc dcqcn-pfc hpcc-pfc" NS="16 32" sudo -E scripts/experiments/bfc-incast.sh
+#
+# BG_LOAD= adds the background the paper runs its incasts in (section
+# 6.2: a workload's flows at a load, the incast on top): BG_HOSTS=4
+# senders after the incast's (sN+1 ...) send BG_FLOWS=50 flows each of
+# BG_WORKLOAD=FbHdp_distribution's sizes (Facebook's Hadoop, one of the
+# paper's workloads), Poisson, BG_LOAD of r1's link in all, from 300 us
+# before the incast; summary.md then has their FCT slowdown by size:
+#
+#   BG_LOAD=0.5 DESIGNS="bfc dcqcn hpcc dcqcn-pfc hpcc-pfc" NS=16 sudo -E scripts/experiments/bfc-incast.sh
 #   RUNS=5 sudo -E scripts/experiments/bfc-incast.sh    # 15 runs: 10-13 minutes
 #
 # NS="8 16 32" (1 to 32), RUNS=1 (every N once per round, the N taking
@@ -60,8 +69,11 @@ export PATH=$PATH:/usr/local/go/bin
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (namespaces, veths, XDP)" >&2; exit 1; }
 NS=${NS:-"8 16 32"} RUNS=${RUNS:-1} TOTAL=${TOTAL:-20000000} SIZE=${SIZE:-} HOSTS=${HOSTS:-bfc} WINDOW=${WINDOW:-}
 R1_RATE=${R1_RATE-50Gbit} STEP_US=${STEP_US:-10} TIMEOUT=${TIMEOUT:-10ms} LEAD_S=${LEAD_S:-10}
+BG_LOAD=${BG_LOAD:-0} BG_HOSTS=${BG_HOSTS:-4} BG_FLOWS=${BG_FLOWS:-50} BG_WORKLOAD=${BG_WORKLOAD:-FbHdp_distribution}
+BG=$(python3 -c "import sys; print(1 if float(sys.argv[1]) > 0 else 0)" "$BG_LOAD") || { echo "$0: BG_LOAD=$BG_LOAD: give a fraction of r1's link, e.g. 0.5" >&2; exit 1; }
 for n in $NS; do
 	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 32 ] || { echo "$0: NS: $n is not 1 to 32 (topologies/bfc-incast.yaml has 32 senders)" >&2; exit 1; }
+	[ "$BG" = 0 ] || [ $((n + BG_HOSTS)) -le 32 ] || { echo "$0: NS: $n senders and BG_HOSTS=$BG_HOSTS background senders are more than the file's 32 (lower N or BG_HOSTS)" >&2; exit 1; }
 done
 [[ $TOTAL =~ ^[0-9]+$ ]] || { echo "$0: TOTAL=$TOTAL: give bytes, e.g. 20000000" >&2; exit 1; }
 [[ $SIZE =~ ^[0-9]*$ ]] || { echo "$0: SIZE=$SIZE: give bytes, e.g. 625000" >&2; exit 1; }
@@ -104,7 +116,7 @@ trap 'down; rm -rf "$WORK"' EXIT
 	echo "kernel: $(uname -r); cpus: $(nproc)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "timescale: $K (fabric times; this machine runs them $K times longer)"
-	echo "params: DESIGNS=$DESIGNS NS=$NS RUNS=$RUNS TOTAL=$TOTAL SIZE=$SIZE HOSTS=$HOSTS WINDOW=$WINDOW R1_RATE=$R1_RATE STEP_US=$STEP_US TIMEOUT=$TIMEOUT LEAD_S=$LEAD_S base RTT $rtt"
+	echo "params: BG_LOAD=$BG_LOAD BG_HOSTS=$BG_HOSTS BG_FLOWS=$BG_FLOWS BG_WORKLOAD=$BG_WORKLOAD DESIGNS=$DESIGNS NS=$NS RUNS=$RUNS TOTAL=$TOTAL SIZE=$SIZE HOSTS=$HOSTS WINDOW=$WINDOW R1_RATE=$R1_RATE STEP_US=$STEP_US TIMEOUT=$TIMEOUT LEAD_S=$LEAD_S base RTT $rtt"
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/env.txt"
 
@@ -166,6 +178,19 @@ PY
 			-out "$d/flow-s$i.json" >"$d/client-s$i.log" 2>&1 &
 		clients+=($!)
 	done
+	# The background (BG_LOAD > 0): BG_HOSTS senders after the incast's,
+	# Poisson flows of BG_WORKLOAD's sizes to r1 at BG_LOAD of its link in
+	# all, from 300 us of the fabric before the incast, under the same
+	# design.
+	if [ "$BG" = 1 ]; then
+		for i in $(seq $((n + 1)) $((n + BG_HOSTS))); do
+			ip netns exec "$NAME-s$i" "$WORK/gsperf" client -src "s$i" -to 10.2.1.1:5500 -timescale "$K" -workload "$BG_WORKLOAD" -flows "$BG_FLOWS" \
+				-load "$(python3 -c "print($BG_LOAD / $BG_HOSTS)")" -rate "${R1_RATE:-100Gbit}" -arrivals poisson -seed "$((r * 100 + i))" -at "$((at - 300 * K * 1000))" \
+				"${hostargs[@]}" -pace 100Gbit -base-rtt "$rtt" -timeout "$TIMEOUT" -id-base $((100000 + i * 1000)) \
+				-out "$d/bg-s$i.json" >"$d/client-bg-s$i.log" 2>&1 &
+			clients+=($!)
+		done
+	fi
 	wait "${clients[@]}" || echo "  a client failed (see $d/client-*.log)"
 	touch "$d/.done"
 	wait "$sampler" || true
@@ -178,6 +203,10 @@ PY
 	local flows=("$d"/flow-s*.json)
 	if [ -e "${flows[0]}" ] && "$WORK/gsperf" merge -name "incast-$n" -out "$d/incast.json" "${flows[@]}" >"$d/incast.txt" 2>&1; then
 		rm -f "${flows[@]}"
+	fi
+	local bgs=("$d"/bg-s*.json)
+	if [ -e "${bgs[0]}" ] && "$WORK/gsperf" merge -name "background-$n" -out "$d/background.json" "${bgs[@]}" >"$d/background.txt" 2>&1; then
+		rm -f "${bgs[@]}"
 	fi
 	echo "  $(cut -c1-100 "$d/fidelity.txt")"
 }
@@ -288,6 +317,15 @@ def one(design, n, r):
     x["pfc_sw2"] = total_of(m2, "gswitch_pfc_pauses_sent_total", 'port="sw1"')
     x["pfc_paused_us"] = total_of(m1, "gswitch_pfc_paused_seconds_total", 'port="sw2"') / k * 1e6
     x["marks"] = total_of(m1, "gswitch_ecn_marked_total") + total_of(m2, "gswitch_ecn_marked_total")
+    x["bg"], x["bg_incomplete"] = [], 0
+    try:
+        for fl in json.load(open(f"{d}/background.json"))["flows"]:
+            if fl.get("complete"):
+                x["bg"].append((fl["size"], fl["slowdown"]))
+            else:
+                x["bg_incomplete"] += 1
+    except (OSError, ValueError, KeyError):
+        pass
     try:
         x["valid"] = bool(json.load(open(f"{d}/fidelity.json"))["valid"])
     except (OSError, ValueError, KeyError):
@@ -345,7 +383,23 @@ for n in ns:
 per_head = ["", "Each run:", "",
             "| run | incast completion (us) | FCT mean (us) | sw1 -> sw2 p99 (KB) | highest sample (KB) | largest single queue (KB) | drops | pauses sent sw1 / sw2 | utilisation sw2 -> r1 (%) | incomplete flows | samples | fidelity |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-text = "\n".join(head + rows + per_head + per) + "\n"
+bg = []
+for n in ns:
+    for design in designs:
+        got = [x for r in range(1, runs + 1) if (x := one(design, n, r)) is not None]
+        use = [x for x in got if x["valid"]] or got
+        pool = [f for x in use for f in x["bg"]]
+        if not pool and not any(x["bg_incomplete"] for x in use):
+            continue
+        for name, lo, hi in (("all", 0, float("inf")), ("<100KB", 0, 100e3), ("100KB-1MB", 100e3, 1e6), (">1MB", 1e6, float("inf"))):
+            sl = [sd for size, sd in pool if lo <= size < hi]
+            if sl:
+                bg.append(f"| {n} | {design} | {name} | {len(sl)} | {statistics.mean(sl):.2f} | {pct(sl, 0.5):.2f} | {pct(sl, 0.99):.2f} | "
+                          f"{sum(x['bg_incomplete'] for x in use) if name == 'all' else ''} |")
+if bg:
+    bg = ["", "Background flows (BG_LOAD of r1's link from the senders after the incast's, pooled over the runs counted above): FCT slowdown (FCT over the flow alone on the fabric) by size.", "",
+          "| senders | design | size | flows | mean | median | p99 | incomplete |", "|---|---|---|---|---|---|---|---|"] + bg
+text = "\n".join(head + rows + bg + per_head + per) + "\n"
 open(f"{out}/summary.md", "w").write(text)
 print(text)
 PY
