@@ -93,8 +93,10 @@ func (c *Config) Validate(p mech.PortInfo) error {
 	if c.KPackets < 0 || c.KPackets > MaxKPackets {
 		return fmt.Errorf("k_packets: %d out of range [0, %d]", c.KPackets, MaxKPackets)
 	}
-	if c.RTT < 0 || c.RTT.D() > time.Second {
-		return fmt.Errorf("rtt: %s out of range (0 = the port's rtt, up to 1s)", c.RTT)
+	// rtt is on this machine's clock here (x K, like a port's rtt it may
+	// default to): its bound is a second of the fabric's time.
+	if c.RTT < 0 || c.RTT.D() > p.Timescale.Wall(time.Second) {
+		return fmt.Errorf("rtt: %s out of range (0 = the port's rtt, up to 1s of the fabric's time)", p.Timescale.Fabric(c.RTT.D()))
 	}
 	if c.RTT == 0 {
 		c.RTT = units.Duration(DefaultRTT)

@@ -283,3 +283,24 @@ func TestAdmitDoesNotAllocate(t *testing.T) {
 		t.Fatal("nothing marked")
 	}
 }
+
+// TestRTTBoundIsTheFabrics: rtt reaches Validate on this machine's clock
+// (x K, as a port's rtt it defaults to): at timescale 10000 the 200 us of
+// a fabric is 2 s here and is taken; the bound is a second of the
+// fabric's time, and a rtt above it is refused, named in the fabric's
+// units.
+func TestRTTBoundIsTheFabrics(t *testing.T) {
+	k := units.Timescale(10000)
+	c := ecn.Config{K: 125000, RTT: units.Duration(k.Wall(200 * time.Microsecond))}
+	if err := c.Validate(mech.PortInfo{Name: "p", BufferBytes: 8 << 20, Timescale: k}); err != nil {
+		t.Fatalf("200us of the fabric at K 10000 refused: %v", err)
+	}
+	c = ecn.Config{K: 125000, RTT: units.Duration(k.Wall(2 * time.Second))}
+	if err := c.Validate(mech.PortInfo{Name: "p", BufferBytes: 8 << 20, Timescale: k}); err == nil || !strings.Contains(err.Error(), "rtt: 2s out of range") {
+		t.Fatalf("2s of the fabric: %v", err)
+	}
+	c = ecn.Config{K: 125000, RTT: units.Duration(2 * time.Second)}
+	if err := c.Validate(mech.PortInfo{Name: "p", BufferBytes: 8 << 20}); err == nil {
+		t.Fatal("2s at timescale 1 taken")
+	}
+}
