@@ -347,7 +347,7 @@ var labels = map[string]string{
 	"ingress":       "ingress BTS",
 	"ingress_cache": "ingress BTS + cache (SFC)",
 	"estimator":     "SFC + estimator",
-	"dcqcn":         "no SFC, DCQCN (RED marking)",
+	"dcqcn":         "no SFC, DCQCN+W (ECN at one BDP)",
 	"hpcc":          "no SFC, HPCC (INT)",
 }
 
