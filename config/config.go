@@ -172,7 +172,7 @@ type Port struct {
 	SourceGuard SourceGuard `yaml:"source_guard"`
 	// Uplink says the port faces a higher tier of the fabric (a leaf's port
 	// toward a spine). Mechanisms whose pauses must follow up-down routing
-	// take it as their default (BFC's uplink key); package topo sets it
+	// take it as their default (a mechanism's uplink key); package topo sets it
 	// from the tiers of the topology.
 	Uplink bool `yaml:"uplink"`
 	// MAC is the port's own address, the source of frames the switch emits

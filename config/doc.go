@@ -43,7 +43,7 @@
 // (buffers, bursts, thresholds) are the same on both clocks, and so is
 // every rate x time product. The scaling runs over the whole typed config
 // by reflection, after decoding and before validation, so that it reaches
-// the defaults the file left (a port's rtt, SFC's rtt) and every
+// the defaults the file left (a port's rtt, a mechanism's rtt) and every
 // mechanism's config struct with no code in the mechanism; and so that
 // every bound is checked on the value this machine runs, with errors that
 // show both clocks:
@@ -55,13 +55,13 @@
 // value. The wall keys are spin, slice and catchup (how a worker waits and
 // the line time a shaper makes up after a late worker: this machine's
 // lateness), mac_table.aging and mac_table.move_hold (learning paced by the
-// hosts' own kernels, which run on the wall clock), and BFC's budget
-// (gswitchd's own traversal time, part of the default HRTT). Every other
-// Duration and Rate scales: ports' rate, rtt, delay and rx_delay; BFC's
-// hrtt, sticky, bitmap_period and watchdog; SFC's rtt, bloom_reset and
-// estimator_rate. Constants a mechanism keeps in its code get K through
-// mech.PortInfo.Timescale and mech.Port.Timescale (BFC's bitmap-period
-// clamp is fabric time; its 200ms watchdog floor is wall time). The
+// hosts' own kernels, which run on the wall clock), and the fields a
+// mechanism tags so in its own config (a switch's traversal time: its
+// package says which). Every other Duration and Rate scales: ports' rate,
+// rtt, delay and rx_delay, and every mechanism's durations and rates.
+// Constants a mechanism keeps in its code get K through
+// mech.PortInfo.Timescale and mech.Port.Timescale, and the mechanism's
+// doc says which of them are fabric time and which wall time. The
 // shaper's default burst, one millisecond of the port's rate, is wall time
 // (it absorbs a late worker), so it is one millisecond of the rate this
 // machine runs. docs/topology.md ("Timescale") has the whole list.

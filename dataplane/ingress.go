@@ -73,7 +73,7 @@ func (w *worker) ingress(in int, n int, now int64) {
 
 // macControlGroup is the MAC control group address (01:80:C2:00:00:01)
 // as pkt.DstMAC reads it.
-var macControlGroup = pkt.DstMAC(wire.PFCDst[:])
+var macControlGroup = pkt.DstMAC(wire.MACControlGroup[:])
 
 // Scope of gswitch control message types (package wire): link-local types
 // are never forwarded.
@@ -103,13 +103,14 @@ func gcLinkLocal(t uint8) bool { return wire.Type(t).Scope() == wire.ScopeLinkLo
 //     first fragment of a datagram to it (its message may sit in a later
 //     fragment), is forged on a host port; on a fabric port it goes to its
 //     mechanism if this switch runs it, else it is forwarded as data.
-//   - ExpressPass messages (in UDP on any port; hosts send them) go to
+//   - Messages hosts may send (in UDP on any port: credits) go to
 //     their mechanism if this switch runs it (it may consume them or set
 //     their lane), else they are forwarded as plain data.
 //
 // Only the frames a mechanism of this switch handles keep the control
 // flag: the mechanisms' other hooks treat the rest as the data they are
-// here (a credit on a switch without ExpressPass is data to SFC).
+// here (a credit on a switch whose mechanisms do not claim credits is
+// data to the others).
 func (w *worker) control(in int, b *mech.Batch) {
 	s := w.s
 	c := &w.ctr[in]
@@ -176,7 +177,7 @@ func (w *worker) control(in int, b *mech.Batch) {
 			case s.control[t] != nil:
 				w.controlHook(in, b, i)
 			default:
-				p.Flags &^= pkt.FlagControl // a BTS this switch does not run SFC for: data to it
+				p.Flags &^= pkt.FlagControl // a message no mechanism of this switch claims: data to it
 			}
 			continue
 		}

@@ -30,9 +30,13 @@ const TypeMACControl Type = 15
 // handles (opcode 0x0101).
 const TypePFC = TypeMACControl
 
-// PFCDst is the destination of every PFC frame: the IEEE 802.3 MAC
-// control group address (01:80:C2:00:00:01), which bridges never forward.
-var PFCDst = [6]byte{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01}
+// MACControlGroup is the IEEE 802.3 MAC control group address
+// (01:80:C2:00:00:01), the destination of MAC control frames (PAUSE, PFC),
+// which bridges never forward.
+var MACControlGroup = [6]byte{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01}
+
+// PFCDst is the destination of every PFC frame: the MAC control group.
+var PFCDst = MACControlGroup
 
 // PFC is a priority flow control frame's message: the priorities it names
 // (Enable, bit p for priority p) and, for each, the pause time in quanta

@@ -55,9 +55,9 @@ var (
 	dRound      = desc("rsp_round", "Current round of the port's rotating strict priority (rsp) scheduler.", "port")
 	dUp         = desc("port_up", "1 while the port's interface is up.", "port")
 	dCtlRx      = desc("control_received_total", "Control messages of the mechanisms (gswitch control header) received on the port, by type, forged ones included.", "port", "kind")
-	dForged     = desc("control_forged_total", "Control messages of a type only switches send (a mechanism's switch-to-switch or switch-to-sender frames, anything to the BTS port, the first fragment of a datagram to it) that arrived on a host port and were dropped as forged, by type; kind bfc_upstream_tag counts frames carrying BFC's upstream-queue tag.", "port", "kind")
+	dForged     = desc("control_forged_total", "Control messages of a type only switches send (a mechanism's switch-to-switch or switch-to-sender frames, anything to the switches' control port (UDP 19020), the first fragment of a datagram to it) that arrived on a host port and were dropped as forged, by type; kind upstream_tag counts frames carrying the switch-to-switch upstream-queue tag.", "port", "kind")
 	dEmitted    = desc("emitted_total", "Frames the switch built and queued on the port, by kind.", "port", "kind")
-	dUnrouted   = desc("emit_unrouted_total", "Frames the switch built to be routed (such as a BTS back to its sender) that found no route, neighbour or learnt port, by kind.", "kind")
+	dUnrouted   = desc("emit_unrouted_total", "Frames the switch built to be routed (such as a message back to a sender) that found no route, neighbour or learnt port, by kind.", "kind")
 	dEmitFailed = desc("emit_failed_total", "Frames the switch meant to emit on the port but could not (no frame free, lane full, port down), by kind.", "port", "kind")
 	dBufUsed    = desc("buffer_used_bytes", "Bytes held in the shared buffer by all egress queues.")
 	dBufSize    = desc("buffer_size_bytes", "Size of the shared buffer.")
@@ -122,7 +122,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(dDrops, k.Drops[r], p.Name, pkt.Reason(r).String())
 		}
 		if k.ForgedTags != 0 {
-			counter(dForged, k.ForgedTags, p.Name, "bfc_upstream_tag")
+			counter(dForged, k.ForgedTags, p.Name, "upstream_tag")
 		}
 		for t := range k.ControlRx {
 			if k.ControlRx[t] != 0 {
