@@ -32,7 +32,7 @@ const (
 func TestImage(t *testing.T) {
 	requireNetns(t)
 	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman is not installed (apt-get install podman runc; scripts/install-deps.sh does it)")
+		t.Fatal("podman is not installed (apt-get install podman runc; scripts/install-deps.sh does it)")
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is not installed (apt-get install curl; scripts/install-deps.sh does it)")
