@@ -1,13 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,40 +55,18 @@ func TestDCQCNClientFlags(t *testing.T) {
 	}
 }
 
-// A dcqcn client against a server in -mode dcqcn: the flows complete, the
+// A dcqcn client with a server in -mode dcqcn: the flows complete, the
 // server says it sends CNPs (loopback marks nothing, so none goes), and the
 // record and params carry DCQCN's counters: no CNP, no cut, the flows at
 // line rate to the end.
-func TestDCQCNAgainstAServer(t *testing.T) {
-	srv := gsperf("server", "-bind", "127.0.0.1:0", "-mode", "dcqcn", "-report", "0")
-	var srvOut bytes.Buffer
-	srv.Stdout = &srvOut
-	errPipe, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+func TestDCQCNWithItsServer(t *testing.T) {
+	srv := startServer(t, "-mode", "dcqcn", "-report", "0")
+	if !strings.Contains(srv.line, "dcqcn: a CNP per flow at most every 50µs") {
+		t.Fatalf("server start line %q", srv.line)
 	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	errs := bufio.NewReader(errPipe)
-	line, _ := errs.ReadString('\n')
-	if !strings.Contains(line, "serving on ") || !strings.Contains(line, "dcqcn: a CNP per flow at most every 50µs") {
-		t.Fatalf("server start line %q", line)
-	}
-	addr := strings.TrimSuffix(strings.Fields(strings.SplitAfter(line, "serving on ")[1])[0], ";")
+	addr := srv.addr
 
-	out := filepath.Join(t.TempDir(), "run.json")
-	cl := gsperf("client", "-to", addr, "-src", "h1", "-mode", "dcqcn", "-rate", "200Mbit", "-size", "200KB", "-flows", "2", "-arrivals", "burst", "-out", out)
-	stdout, err := cl.Output()
-	if err != nil {
-		var e []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			e = ee.Stderr
-		}
-		t.Fatalf("client: %v\n%s\n%s", err, stdout, e)
-	}
-	run, err := results.ReadJSON(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, _ := runClient(t, addr, "-mode", "dcqcn", "-rate", "200Mbit", "-size", "200KB", "-flows", "2", "-arrivals", "burst")
 	if run.Params["mode"] != "dcqcn" || run.Params["dcqcn_cnps"] != "0" || run.Params["dcqcn_rate_cuts"] != "0" ||
 		run.Params["dcqcn_final_rate"] != "200000000" || run.Params["dcqcn_line_rate"] != "200 Mbit/s" {
 		t.Errorf("params %v", run.Params)
@@ -105,10 +77,7 @@ func TestDCQCNAgainstAServer(t *testing.T) {
 			t.Errorf("flow %d: complete %v, mech %v", f.ID, f.Complete, m)
 		}
 	}
-	srv.Process.Signal(syscall.SIGTERM)
-	io.Copy(io.Discard, errs)
-	srv.Wait()
-	if s := srvOut.String(); !strings.Contains(s, "gsperf server: 2 flows, 2 complete") || !strings.Contains(s, "0 segments arrived CE-marked, 0 CNPs sent") {
+	if s := srv.stop(); !strings.Contains(s, "gsperf server: 2 flows, 2 complete") || !strings.Contains(s, "0 segments arrived CE-marked, 0 CNPs sent") {
 		t.Errorf("server output %q", s)
 	}
 }

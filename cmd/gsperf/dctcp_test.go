@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/transport"
 )
 
@@ -37,11 +31,11 @@ func TestDCTCPClientFlags(t *testing.T) {
 	}
 }
 
-// A dctcp client against a server started with -mode dctcp (a plain
+// A dctcp client with a server started with -mode dctcp (a plain
 // server): the flows complete, and the records and params carry DCTCP's
 // counters (loopback marks nothing). A server mode it does not know is an
 // error that names -mode.
-func TestDCTCPAgainstAServer(t *testing.T) {
+func TestDCTCPWithItsServer(t *testing.T) {
 	var stderr bytes.Buffer
 	bad := gsperf("server", "-bind", "127.0.0.1:0", "-mode", "reno")
 	bad.Stderr = &stderr
@@ -49,35 +43,10 @@ func TestDCTCPAgainstAServer(t *testing.T) {
 		t.Errorf("server -mode reno: %v %q", err, stderr.String())
 	}
 
-	srv := gsperf("server", "-bind", "127.0.0.1:0", "-mode", "dctcp", "-report", "0")
-	var srvOut bytes.Buffer
-	srv.Stdout = &srvOut
-	errPipe, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	errs := bufio.NewReader(errPipe)
-	line, _ := errs.ReadString('\n')
-	if !strings.Contains(line, "serving on ") {
-		t.Fatalf("server start line %q", line)
-	}
-	addr := strings.TrimSuffix(strings.Fields(strings.SplitAfter(line, "serving on ")[1])[0], ";")
+	srv := startServer(t, "-mode", "dctcp", "-report", "0")
+	addr := srv.addr
 
-	out := filepath.Join(t.TempDir(), "run.json")
-	cl := gsperf("client", "-to", addr, "-src", "h1", "-mode", "dctcp", "-size", "200KB", "-flows", "2", "-arrivals", "burst", "-out", out)
-	stdout, err := cl.Output()
-	if err != nil {
-		var e []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			e = ee.Stderr
-		}
-		t.Fatalf("client: %v\n%s\n%s", err, stdout, e)
-	}
-	run, err := results.ReadJSON(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, _ := runClient(t, addr, "-mode", "dctcp", "-size", "200KB", "-flows", "2", "-arrivals", "burst")
 	if run.Params["mode"] != "dctcp" || run.Params["dctcp_g"] != "0.0625" || run.Params["dctcp_ece_acks"] != "0" || run.Params["dctcp_reductions"] != "0" {
 		t.Errorf("params %v", run.Params)
 	}
@@ -87,10 +56,7 @@ func TestDCTCPAgainstAServer(t *testing.T) {
 			t.Errorf("flow %d: complete %v, mech %v (alpha decays from 1 without marks)", f.ID, f.Complete, f.Mech)
 		}
 	}
-	srv.Process.Signal(syscall.SIGTERM)
-	io.Copy(io.Discard, errs)
-	srv.Wait()
-	if s := srvOut.String(); !strings.Contains(s, "gsperf server: 2 flows, 2 complete") || !strings.Contains(s, "0 segments arrived CE-marked") {
+	if s := srv.stop(); !strings.Contains(s, "gsperf server: 2 flows, 2 complete") || !strings.Contains(s, "0 segments arrived CE-marked") {
 		t.Errorf("server output %q", s)
 	}
 }

@@ -1,16 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/gswitch/gswitch/perf/results"
 	"github.com/gswitch/gswitch/perf/transport"
 )
 
@@ -50,57 +43,28 @@ func TestHPCCClientFlags(t *testing.T) {
 	}
 }
 
-// An hpcc client against a server started with -mode hpcc (a plain
+// An hpcc client with a server started with -mode hpcc (a plain
 // server): the flows complete, every ack carried the INT option back (no
 // switch on loopback wrote a hop), and the params and records say so.
-func TestHPCCAgainstAServer(t *testing.T) {
-	srv := gsperf("server", "-bind", "127.0.0.1:0", "-mode", "hpcc", "-report", "0")
-	var srvOut bytes.Buffer
-	srv.Stdout = &srvOut
-	errPipe, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	errs := bufio.NewReader(errPipe)
-	line, _ := errs.ReadString('\n')
-	if !strings.Contains(line, "serving on ") {
-		t.Fatalf("server start line %q", line)
-	}
-	addr := strings.TrimSuffix(strings.Fields(strings.SplitAfter(line, "serving on ")[1])[0], ";")
+func TestHPCCWithItsServer(t *testing.T) {
+	srv := startServer(t, "-mode", "hpcc", "-report", "0")
+	addr := srv.addr
 
-	out := filepath.Join(t.TempDir(), "run.json")
-	cl := gsperf("client", "-to", addr, "-src", "h1", "-mode", "hpcc", "-size", "200KB", "-flows", "2", "-arrivals", "burst",
-		"-rate", "1Gbit", "-base-rtt", "100us", "-out", out)
-	var clErr bytes.Buffer
-	cl.Stderr = &clErr
-	stdout, err := cl.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			clErr.Write(ee.Stderr)
-		}
-		t.Fatalf("client: %v\n%s\n%s", err, stdout, clErr.String())
-	}
-	run, err := results.ReadJSON(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, clErr := runClient(t, addr, "-mode", "hpcc", "-size", "200KB", "-flows", "2", "-arrivals", "burst",
+		"-rate", "1Gbit", "-base-rtt", "100us")
 	p := run.Params
 	if p["mode"] != "hpcc" || p["hpcc_hops"] != "0" || p["hpcc_int_acks"] == "0" || p["hpcc_window_bytes"] != "12500" || p["hpcc_u"] != "1.000" {
 		t.Errorf("params %v", p)
 	}
-	if !strings.Contains(clErr.String(), "no switch wrote a hop") {
-		t.Errorf("client stderr %q", clErr.String())
+	if !strings.Contains(clErr, "no switch wrote a hop") {
+		t.Errorf("client stderr %q", clErr)
 	}
 	for _, f := range run.Flows {
 		if !f.Complete || f.Mech["int_acks"] == 0 || f.Mech["window_bytes"] != 12500 {
 			t.Errorf("flow %d: complete %v, mech %v", f.ID, f.Complete, f.Mech)
 		}
 	}
-	srv.Process.Signal(syscall.SIGTERM)
-	io.Copy(io.Discard, errs)
-	srv.Wait()
-	if s := srvOut.String(); !strings.Contains(s, "gsperf server: 2 flows, 2 complete") {
+	if s := srv.stop(); !strings.Contains(s, "gsperf server: 2 flows, 2 complete") {
 		t.Errorf("server output %q", s)
 	}
 }
